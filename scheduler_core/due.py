@@ -1,0 +1,68 @@
+"""When a URL becomes due: the threshold form of the crawl decision.
+
+``MATH.md``, "From values to decisions" ("Due time"): with threshold
+Λ = λ₀ + λ_h, a URL is due when its effective elapsed time reaches
+ι(Λ) = V⁻¹(Λ), i.e. at ``t_last_crawl + ι − β·n``.  This is what a sorted set
+indexes.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["due_time"]
+
+
+def due_time(
+    *,
+    last_crawl_at: float | None,
+    registered_at: float,
+    threshold_s: float,
+    signal_time_equivalent_s: float,
+    signals_since_crawl: int,
+    last_signal_at: float | None,
+    max_revisit_s: float,
+) -> float:
+    """Time (Unix s) at which a URL's crawl value reaches its threshold.
+
+    Parameters
+    ----------
+    last_crawl_at : float or None
+        Fetch time of the last successful crawl, s; ``None`` if never crawled
+        (then the URL is due at ``registered_at``).
+    registered_at : float
+        Registration time, s.
+    threshold_s : float
+        ι = V⁻¹(Λ), s; ``inf`` when the optimum abandons the URL (W/Δ ≤ Λ).
+    signal_time_equivalent_s : float
+        β, s (0: signals carry no information; ``inf``: a signal proves a change).
+    signals_since_crawl : int
+        n, signals counted since the last crawl (after the delayed-signal rule).
+    last_signal_at : float or None
+        Event time of the latest counted signal, s.
+    max_revisit_s : float
+        Cap on the revisit interval, s: every URL is revisited at least this often
+        (a product choice; the optimum would abandon pages with W/Δ ≤ Λ).
+
+    Returns
+    -------
+    float
+        The due time, s (may lie in the past: the URL is overdue).
+
+    Examples
+    --------
+    >>> due_time(last_crawl_at=100.0, registered_at=0.0, threshold_s=50.0,
+    ...          signal_time_equivalent_s=10.0, signals_since_crawl=2,
+    ...          last_signal_at=120.0, max_revisit_s=1e6)
+    130.0
+    """
+    if last_crawl_at is None:
+        return registered_at
+    cap = last_crawl_at + max_revisit_s
+    if math.isinf(threshold_s):
+        return cap
+    if signals_since_crawl > 0 and math.isinf(signal_time_equivalent_s):
+        surely_stale_at = last_signal_at if last_signal_at is not None else last_crawl_at
+        return min(surely_stale_at, cap)
+    shift = signal_time_equivalent_s * signals_since_crawl if signals_since_crawl else 0.0
+    return min(last_crawl_at + threshold_s - shift, cap)

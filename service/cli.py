@@ -1,0 +1,136 @@
+"""The ``crawlsched`` command: serve, loadgen, demo, world."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from scheduler_core.sim import World, WorldSpec
+from service.client import CrawlschedClient
+from service.loadgen.demo import served_app
+from service.loadgen.report import LoadgenReport
+from service.loadgen.runner import LoadgenOptions, run_loadgen
+from service.loadgen.worldfile import default_spec_toml, load_spec, read_trace, write_trace
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="crawlsched: a streaming crawl scheduler (near-optimal freshness under a budget).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+WorldOpt = Annotated[
+    Path | None, typer.Option("--world", help="world spec (JSON or TOML); default world if absent")
+]
+SeedOpt = Annotated[int | None, typer.Option("--seed", help="random seed (overrides the spec)")]
+NoSignalsOpt = Annotated[
+    bool, typer.Option("--no-signals", help="a world without change-indicating signals")
+]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")]
+TraceOutOpt = Annotated[
+    Path | None, typer.Option("--trace-out", help="record the world's events (JSON lines)")
+]
+TraceInOpt = Annotated[
+    Path | None, typer.Option("--trace-in", help="replay a recorded trace instead of a world")
+]
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="concurrent worker tasks")]
+
+
+def _world(world: Path | None, seed: int | None, no_signals: bool, trace_in: Path | None) -> World:
+    if trace_in is not None:
+        return read_trace(trace_in)
+    spec = load_spec(world) if world is not None else WorldSpec()
+    if seed is not None:
+        spec = spec.replace(seed=seed)
+    if no_signals:
+        spec = spec.replace(signals=False)
+    return World.generate(spec)
+
+
+def _finish(report: LoadgenReport, json_path: Path | None) -> None:
+    report.print(Console())
+    if json_path is not None:
+        report.write_json(json_path)
+        console.print(f"report written to {json_path}")
+
+
+async def _drive(base_url: str, world: World, workers: int) -> LoadgenReport:
+    async with CrawlschedClient(base_url) as client:
+        options = LoadgenOptions(workers=workers)
+        return await run_loadgen(world, client, options, log=console.print)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+) -> None:
+    """Run the HTTP service (configuration from CRAWLSCHED_* environment variables)."""
+    import uvicorn
+
+    uvicorn.run("service.app:create_app", factory=True, host=host, port=port)
+
+
+@app.command()
+def loadgen(
+    url: Annotated[str, typer.Option("--url", help="base URL of a running service")],
+    world: WorldOpt = None,
+    seed: SeedOpt = None,
+    no_signals: NoSignalsOpt = False,
+    json_path: JsonOpt = None,
+    trace_out: TraceOutOpt = None,
+    trace_in: TraceInOpt = None,
+    workers: WorkersOpt = 4,
+) -> None:
+    """Replay a simulated web against a running service (accelerated clock) and score it."""
+    w = _world(world, seed, no_signals, trace_in)
+    if trace_out is not None:
+        write_trace(w, trace_out)
+    _finish(asyncio.run(_drive(url, w, workers)), json_path)
+
+
+@app.command()
+def demo(
+    world: WorldOpt = None,
+    seed: SeedOpt = None,
+    no_signals: NoSignalsOpt = False,
+    json_path: JsonOpt = None,
+    trace_out: TraceOutOpt = None,
+    trace_in: TraceInOpt = None,
+    workers: WorkersOpt = 4,
+    wall_seconds: Annotated[
+        float, typer.Option("--wall-seconds", min=5, help="wall time the world replays in")
+    ] = 60.0,
+) -> None:
+    """Start the service on the in-memory store and run the load generator against it."""
+    w = _world(world, seed, no_signals, trace_in)
+    if trace_out is not None:
+        write_trace(w, trace_out)
+    speed = w.duration_s / wall_seconds
+    env = {
+        "CRAWLSCHED_STORE": "memory",
+        "CRAWLSCHED_CLOCK": "accelerated",
+        "CRAWLSCHED_CLOCK_SPEED": repr(speed),
+        "CRAWLSCHED_LEASE_TTL_S": repr(30.0 * speed),
+    }
+    console.print(f"serving on an accelerated clock: {speed:.0f} simulated s per wall s")
+    with served_app(env) as base_url:
+        report = asyncio.run(_drive(base_url, w, workers))
+    _finish(report, json_path)
+
+
+@app.command("world")
+def world_cmd() -> None:
+    """Print the default world spec (TOML, commented) to start your own from."""
+    typer.echo(default_spec_toml())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``crawlsched`` console script."""
+    app(args=argv, prog_name="crawlsched")

@@ -1,0 +1,44 @@
+"""Exceptions of :mod:`service`; the app maps each to one HTTP answer.
+
+The tree::
+
+    ServiceError               root
+    ├── InvalidInput           bad input the schemas cannot see (422, field + reason)
+    ├── NotFound               unknown URL or host (404)
+    └── StoreUnavailable       the store cannot be reached (503)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["InvalidInput", "NotFound", "ServiceError", "StoreUnavailable"]
+
+
+class ServiceError(Exception):
+    """Root of every error raised by :mod:`service`."""
+
+
+class InvalidInput(ServiceError):
+    """A request is well-formed but not acceptable; nothing was changed.
+
+    Parameters
+    ----------
+    loc : sequence of str or int
+        Where in the request body, e.g. ``("results", 3, "lease_id")``.
+    reason : str
+        Why, for a person.
+    """
+
+    def __init__(self, loc: Sequence[str | int], reason: str) -> None:
+        super().__init__(f"{'.'.join(map(str, loc))}: {reason}")
+        self.loc = tuple(loc)
+        self.reason = reason
+
+
+class NotFound(ServiceError):
+    """The named URL or host is not registered."""
+
+
+class StoreUnavailable(ServiceError):
+    """The store did not answer; the request changed nothing it acknowledged."""

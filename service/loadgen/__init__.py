@@ -1,0 +1,1 @@
+"""The load generator: replays a simulated (or recorded) web against the service over HTTP."""

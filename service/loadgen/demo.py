@@ -1,0 +1,63 @@
+"""Serve the app in a subprocess on an accelerated clock and run the load generator at it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+
+__all__ = ["free_port", "served_app"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def served_app(
+    env: dict[str, str], *, port: int | None = None, startup_timeout_s: float = 30.0
+) -> Iterator[str]:
+    """Run ``uvicorn service.app:create_app`` with ``env`` added; yield its base URL.
+
+    Raises
+    ------
+    RuntimeError
+        If the service does not answer ``/healthz`` within ``startup_timeout_s``.
+    """
+    port = port or free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    cmd = [
+        sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, env={**os.environ, **env})
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the service exited with code {proc.returncode}")
+            try:
+                if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the service did not become healthy in time")
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

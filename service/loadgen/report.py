@@ -1,0 +1,81 @@
+"""The load generator's report: the freshness table and its JSON form."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["LoadgenReport"]
+
+
+@dataclass(frozen=True)
+class LoadgenReport:
+    """What one load-generator run measured (stable JSON keys).
+
+    Freshness figures are fractions in [0, 1]; ``freshness`` is click-weighted
+    (the share of clicks after the warm-up that found a fresh copy).
+    """
+
+    freshness: float
+    freshness_stderr: float
+    clicks: int
+    freshness_time_weighted: float
+    baseline_accuracy: float
+    round_robin_freshness: float
+    signal_optimum_accuracy: float | None
+    dispatch_per_s: float
+    events_per_s: float
+    urls: int
+    hosts: int
+    simulated_seconds: float
+    wall_seconds: float
+    crawls: int
+    budget_per_s: float
+    crawl_rate_per_s: float
+    lambda0_online: float | None
+    lambda0_baseline: float
+    signals: bool
+    seed: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
+        return asdict(self)
+
+    def write_json(self, path: Path) -> None:
+        """Write the report to ``path`` (indented JSON)."""
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    def print(self, console: Console | None = None) -> None:
+        """Print the freshness table."""
+        console = console or Console()
+        table = Table(title="crawlsched freshness (click-weighted, after warm-up)")
+        table.add_column("policy")
+        table.add_column("freshness", justify="right")
+        table.add_column("vs BASELINE", justify="right")
+        base = self.baseline_accuracy
+
+        def row(name: str, value: float, note: str = "") -> None:
+            table.add_row(name, f"{value:.4f}{note}", f"{value / base:.3f}" if base else "-")
+
+        row("crawlsched over HTTP", self.freshness, f" ± {self.freshness_stderr:.4f}")
+        row("  same run, time-weighted", self.freshness_time_weighted)
+        row("BASELINE (continuous optimum, no signals)", base)
+        if self.signal_optimum_accuracy is not None:
+            row("continuous optimum with signals", self.signal_optimum_accuracy)
+        row("uniform round-robin", self.round_robin_freshness)
+        console.print(table)
+        console.print(
+            f"{self.urls} URLs on {self.hosts} hosts, {self.simulated_seconds / 86400:.0f} "
+            f"simulated days in {self.wall_seconds:.1f} s; {self.crawls} crawls "
+            f"({self.crawl_rate_per_s / self.budget_per_s:.3f} of the budget), "
+            f"{self.clicks} clicks measured; {self.dispatch_per_s:.0f} dispatches/s, "
+            f"{self.events_per_s:.0f} events/s; signals {'on' if self.signals else 'off'}; "
+            f"λ₀ online {self.lambda0_online or float('nan'):.4g} vs "
+            f"BASELINE {self.lambda0_baseline:.4g}"
+        )

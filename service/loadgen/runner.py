@@ -1,0 +1,287 @@
+"""Drive a running service with a world's traffic over HTTP, on the service's clock.
+
+The service must run an accelerated clock (``CRAWLSCHED_CLOCK=accelerated``):
+the load generator reads its reading and rate from ``/healthz`` and maps world
+time t (s from the start of the world) to clock time ``T0 + t``.  While it runs:
+
+- the world's clicks and signals are posted, batched, as their time passes;
+- worker tasks, with a total capacity of the world's budget R crawls per
+  simulated second, poll ``/next``, fetch each URL against the world (changed
+  since this worker fleet's previous fetch, or not) and post the result.
+
+At the end the achieved schedule is scored against the world
+(:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum and
+uniform round-robin on the same world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from prometheus_client.parser import text_string_to_metric_families
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from scheduler_core.optimal import baseline, solve_optimum
+from scheduler_core.sim import CLICK, SIGNAL, World, round_robin_freshness, schedule_freshness
+from service.client import CrawlschedClient
+from service.loadgen.report import LoadgenReport
+from service.urls import canonical_url
+
+__all__ = ["LoadgenOptions", "run_loadgen"]
+
+
+@dataclass(frozen=True)
+class LoadgenOptions:
+    """How the load generator drives the service.
+
+    Attributes
+    ----------
+    workers : int
+        Concurrent worker tasks sharing the crawl budget.
+    tick_s : float
+        Wall seconds between polls of each worker and event posts.
+    max_batch : int
+        Largest batch posted or asked for at once.
+    progress : bool
+        Show a rich progress bar.
+    signal_optimum : bool
+        Also compute the continuous optimum with signals (slower on big worlds).
+    """
+
+    workers: int = 4
+    tick_s: float = 0.01
+    max_batch: int = 2000
+    progress: bool = True
+    signal_optimum: bool = True
+
+
+class _Timeline:
+    """World time ↔ service clock time, from one ``/healthz`` reading."""
+
+    def __init__(self, clock_now: float, rate: float, wall: float) -> None:
+        self.rate = rate
+        self._clock0, self._wall0 = clock_now, wall
+        self.origin = self.clock()  # clock time of world time 0
+
+    def clock(self) -> float:
+        return self._clock0 + (time.perf_counter() - self._wall0) * self.rate
+
+    def world(self) -> float:
+        return self.clock() - self.origin
+
+
+@dataclass
+class _Run:
+    world: World
+    client: CrawlschedClient
+    timeline: _Timeline
+    options: LoadgenOptions
+    index: dict[str, int]
+    last_fetch: np.ndarray
+    crawl_url: list[int]
+    crawl_time: list[float]
+    events_posted: int = 0
+    live_fresh: int = 0
+    live_clicks: int = 0
+
+    def done(self) -> bool:
+        return self.timeline.world() >= self.world.duration_s
+
+
+async def _register(run: _Run) -> None:
+    w = run.world
+    p = w.params
+    origin = run.timeline.origin
+    items = [
+        {
+            "url": url,
+            "weight": float(p.weight[i]),
+            "change_rate": float(p.change_rate[i]),
+            "recall": float(p.recall[i]),
+            "false_signal_rate": float(p.false_signal_rate[i]),
+            "crawl_delay_s": float(w.crawl_delay_s[w.host_of[i]]),
+            "last_crawled_at": origin,
+        }
+        for i, url in enumerate(w.urls)
+    ]
+    step = run.options.max_batch
+    for k in range(0, len(items), step):
+        await run.client.register(items[k : k + step])
+
+
+async def _post_events(run: _Run) -> None:
+    log = run.world.events()
+    origin, step = run.timeline.origin, run.options.max_batch
+    t_prev = 0.0
+    while True:
+        finished = run.done()
+        t = min(run.timeline.world(), run.world.duration_s)
+        batch = log.window(t_prev, t)
+        t_prev = t
+        urls = [run.world.urls[i] for i in batch.url]
+        clicks = batch.kind == CLICK
+        click_idx = batch.url[clicks]
+        if click_idx.size:
+            stale = run.world.changed_between(
+                click_idx, run.last_fetch[click_idx], batch.time[clicks]
+            )
+            run.live_clicks += int(click_idx.size)
+            run.live_fresh += int((~stale).sum())
+        for kind, call in ((CLICK, run.client.clicks), (SIGNAL, run.client.signals)):
+            rows = [
+                {"url": urls[j], "time": origin + float(batch.time[j])}
+                for j in np.flatnonzero(batch.kind == kind)
+            ]
+            for k in range(0, len(rows), step):
+                await call(rows[k : k + step])
+            run.events_posted += len(rows)
+        if finished:
+            return
+        await asyncio.sleep(run.options.tick_s)
+
+
+async def _worker(run: _Run, capacity_per_s: float) -> None:
+    credit, t_prev = 0.0, run.timeline.world()
+    while not run.done():
+        await asyncio.sleep(run.options.tick_s)
+        t = run.timeline.world()
+        credit += (t - t_prev) * capacity_per_s
+        t_prev = t
+        n = min(int(credit), run.options.max_batch)
+        if n < 1:
+            continue
+        leases = (await run.client.next(n))["leases"]
+        credit -= len(leases)
+        if len(leases) < n:
+            credit = min(credit, 1.0)  # idle capacity is lost, not banked
+        if not leases:
+            continue
+        fetched = min(run.timeline.world(), run.world.duration_s)
+        idx = np.array([run.index[lease["url"]] for lease in leases], dtype=np.int64)
+        changed = run.world.changed_between(idx, run.last_fetch[idx], np.full(idx.size, fetched))
+        run.last_fetch[idx] = fetched
+        run.crawl_url.extend(idx.tolist())
+        run.crawl_time.extend([fetched] * idx.size)
+        await run.client.results(
+            [
+                {
+                    "url": lease["url"],
+                    "lease_id": lease["lease_id"],
+                    "fetched_at": run.timeline.origin + fetched,
+                    "status": 200,
+                    "changed": bool(c),
+                }
+                for lease, c in zip(leases, changed, strict=True)
+            ]
+        )
+
+
+async def _progress(run: _Run, show: bool) -> None:
+    days = run.world.duration_s / 86_400.0
+    with Progress(
+        TextColumn("[bold]loadgen"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} simulated days"),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        disable=not show,
+    ) as bar:
+        task = bar.add_task("run", total=days, status="")
+        while not run.done():
+            fresh = run.live_fresh / run.live_clicks if run.live_clicks else float("nan")
+            bar.update(
+                task,
+                completed=min(run.timeline.world() / 86_400.0, days),
+                status=f"crawls {len(run.crawl_url)}  live freshness {fresh:.3f}",
+            )
+            await asyncio.sleep(0.2)
+        bar.update(task, completed=days)
+
+
+async def _online_lambda0(client: CrawlschedClient) -> float | None:
+    for family in text_string_to_metric_families(await client.metrics()):
+        if family.name == "crawlsched_lambda0" and family.samples:
+            return float(family.samples[0].value)
+    return None
+
+
+async def run_loadgen(
+    world: World,
+    client: CrawlschedClient,
+    options: LoadgenOptions | None = None,
+    *,
+    log: Callable[[str], None] = lambda _: None,
+) -> LoadgenReport:
+    """Replay ``world`` against the service behind ``client`` and score the result.
+
+    Raises
+    ------
+    RuntimeError
+        If the service's clock runs at wall speed (a world of months would take months).
+    """
+    options = options or LoadgenOptions()
+    before = time.perf_counter()
+    health = await client.healthz()
+    after = time.perf_counter()
+    if health["clock_rate"] <= 1.0:
+        raise RuntimeError("the service must run an accelerated clock (CRAWLSCHED_CLOCK)")
+    timeline = _Timeline(health["now"], health["clock_rate"], (before + after) / 2)
+    run = _Run(
+        world=world,
+        client=client,
+        timeline=timeline,
+        options=options,
+        index={canonical_url(u): i for i, u in enumerate(world.urls)},
+        last_fetch=np.zeros(len(world.urls)),
+        crawl_url=[],
+        crawl_time=[],
+    )
+    log(f"registering {len(world.urls)} URLs")
+    await _register(run)
+    wall0 = time.perf_counter()
+    capacity = world.budget_per_s / options.workers
+    await asyncio.gather(
+        _post_events(run),
+        _progress(run, options.progress),
+        *(_worker(run, capacity) for _ in range(options.workers)),
+    )
+    wall = time.perf_counter() - wall0
+    lambda0_online = await _online_lambda0(client)
+    log("scoring the schedule")
+    achieved = schedule_freshness(
+        world, np.asarray(run.crawl_url, dtype=np.int64), np.asarray(run.crawl_time)
+    )
+    base = baseline(world.params, world.budget_per_s)
+    has_signals = bool(np.any(world.params.signal_rate > 0))
+    with_signals = (
+        solve_optimum(world.params, world.budget_per_s).accuracy
+        if has_signals and options.signal_optimum
+        else None
+    )
+    crawls = len(run.crawl_url)
+    return LoadgenReport(
+        freshness=achieved.click_weighted,
+        freshness_stderr=achieved.click_stderr,
+        clicks=achieved.clicks,
+        freshness_time_weighted=achieved.time_weighted,
+        baseline_accuracy=base.accuracy,
+        round_robin_freshness=round_robin_freshness(world).click_weighted,
+        signal_optimum_accuracy=with_signals,
+        dispatch_per_s=crawls / wall,
+        events_per_s=run.events_posted / wall,
+        urls=len(world.urls),
+        hosts=len(world.hosts),
+        simulated_seconds=world.duration_s,
+        wall_seconds=wall,
+        crawls=crawls,
+        budget_per_s=world.budget_per_s,
+        crawl_rate_per_s=crawls / world.duration_s,
+        lambda0_online=lambda0_online,
+        lambda0_baseline=base.lambda0,
+        signals=has_signals,
+        seed=world.seed,
+    )

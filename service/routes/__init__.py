@@ -1,0 +1,1 @@
+"""HTTP routes: parse, call one use case, shape the answer."""

@@ -1,0 +1,40 @@
+"""``/urls`` and ``/hosts``: the frontier's membership and its explanations."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from service.deps import CtxDep
+from service.scheduler import registry
+from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, UrlsIn, UrlsRemoveIn
+from service.urls import canonical_url
+
+router = APIRouter(tags=["frontier"])
+
+
+@router.post("/urls", response_model=RegisterOut)
+async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
+    """Register URLs (or update their priors)."""
+    return await registry.register(ctx, body.urls)
+
+
+@router.delete("/urls", response_model=RemoveOut)
+async def remove_urls(body: UrlsRemoveIn, ctx: CtxDep) -> RemoveOut:
+    """Drop URLs and their leases."""
+    return RemoveOut(removed=await registry.unregister(ctx, body.urls))
+
+
+@router.get("/urls/{url:path}", response_model=UrlExplanation)
+async def explain_url(url: str, ctx: CtxDep) -> UrlExplanation:
+    """Why a URL is (not) being crawled (the URL percent-encoded or plain)."""
+    try:
+        canonical = canonical_url(url)
+    except ValueError:
+        canonical = url  # not a URL we could have registered: explain_url says 404
+    return await registry.explain_url(ctx, canonical)
+
+
+@router.get("/hosts/{host}", response_model=HostOut)
+async def explain_host(host: str, ctx: CtxDep) -> HostOut:
+    """A host's politeness gate, queue and multiplier λ_h."""
+    return await registry.explain_host(ctx, host.lower())

@@ -1,0 +1,1 @@
+"""The use cases behind the routes: register, ingest events, dispatch, explain, rescore."""

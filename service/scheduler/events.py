@@ -1,0 +1,95 @@
+"""Use cases of the event streams: signals, clicks and crawl results.
+
+Each batch is validated whole before anything is applied: a bad event makes the
+whole batch fail with :class:`InvalidInput` and nothing changes.  Events that are
+well-formed but carry no news (unknown URL, stale signal, duplicate result) are
+answered and ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from service.errors import InvalidInput
+from service.scheduler.context import Context
+from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
+from service.store.base import ClickEvent, CrawlOutcome, EventStatus, LeaseStatus, SignalEvent
+
+__all__ = ["ingest_clicks", "ingest_results", "ingest_signals"]
+
+
+def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOut:
+    ignored = [
+        IgnoredEvent(index=i, status=st.value)
+        for i, st in enumerate(statuses)
+        if st is not EventStatus.ACCEPTED
+    ]
+    for st in EventStatus:
+        count = sum(1 for x in statuses if x is st)
+        if count:
+            ctx.metrics.events.labels(kind, st.value).inc(count)
+    return BatchOut(accepted=len(statuses) - len(ignored), ignored=ignored)
+
+
+async def ingest_signals(ctx: Context, items: Sequence[SignalIn]) -> BatchOut:
+    """Count change-indicating signals; each moves its URL's due time earlier by β.
+
+    Raises
+    ------
+    InvalidInput
+        Batch too large or an event time in the future.
+    """
+    ctx.check_batch("signals", len(items))
+    ctx.check_times("signals", "time", (i.time for i in items), ctx.clock.now())
+    events = [SignalEvent(i.url, i.time) for i in items]
+    statuses = await ctx.store.record_signals(events, ctx.settings.signal_discard_s)
+    return _answer(ctx, "signal", statuses)
+
+
+async def ingest_clicks(ctx: Context, items: Sequence[ClickIn]) -> BatchOut:
+    """Count requests (clicks) per URL.
+
+    Raises
+    ------
+    InvalidInput
+        Batch too large or an event time in the future.
+    """
+    ctx.check_batch("clicks", len(items))
+    ctx.check_times("clicks", "time", (i.time for i in items), ctx.clock.now())
+    statuses = await ctx.store.record_clicks([ClickEvent(i.url, i.time) for i in items])
+    return _answer(ctx, "click", statuses)
+
+
+async def ingest_results(ctx: Context, items: Sequence[CrawlResultIn]) -> BatchOut:
+    """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time.
+
+    A 2xx/3xx status refreshes the copy; any other status (or 0, a network
+    error) keeps the old copy and retries after ``retry_delay_s``.
+
+    Raises
+    ------
+    InvalidInput
+        Batch too large, a fetch time in the future, a lease id never issued,
+        or a lease issued for another URL.
+    """
+    ctx.check_batch("results", len(items))
+    ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), ctx.clock.now())
+    known = await ctx.store.lease_status([i.lease_id for i in items])
+    for k, (item, (status, url)) in enumerate(zip(items, known, strict=True)):
+        if status is LeaseStatus.UNKNOWN:
+            raise InvalidInput(("results", k, "lease_id"), "unknown lease")
+        if url != item.url:
+            raise InvalidInput(("results", k, "url"), f"lease was issued for {url}")
+    outcomes = [
+        CrawlOutcome(
+            url=i.url,
+            lease_id=i.lease_id,
+            fetched_at=i.fetched_at,
+            ok=200 <= i.status < 400,
+            changed=i.changed,
+        )
+        for i in items
+    ]
+    s = ctx.settings
+    statuses = await ctx.store.settle(outcomes, s.retry_delay_s, s.signal_discard_s)
+    return _answer(ctx, "crawl_result", statuses)

@@ -1,0 +1,69 @@
+"""The bridge from stored URL state to the core's crawl-value functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from scheduler_core.params import FloatArray, UrlParams
+from scheduler_core.value import crawl_value, threshold_for_value
+
+__all__ = ["effective_elapsed", "params_of", "thresholds", "values_at"]
+
+
+class _HasParams(Protocol):
+    @property
+    def weight(self) -> float: ...
+    @property
+    def change_rate(self) -> float: ...
+    @property
+    def recall(self) -> float: ...
+    @property
+    def false_signal_rate(self) -> float: ...
+
+
+class _HasState(_HasParams, Protocol):
+    @property
+    def last_crawl_at(self) -> float | None: ...
+    @property
+    def signals_since_crawl(self) -> int: ...
+    @property
+    def signal_time_equivalent_s(self) -> float: ...
+
+
+def params_of(states: Sequence[_HasParams]) -> UrlParams:
+    """The (m,) parameter arrays of stored URLs."""
+    return UrlParams.create(
+        weight=[s.weight for s in states],
+        change_rate=[s.change_rate for s in states],
+        recall=[s.recall for s in states],
+        false_signal_rate=[s.false_signal_rate for s in states],
+    )
+
+
+def effective_elapsed(states: Sequence[_HasState], now: float) -> FloatArray:
+    """τeff = τ + β·n at ``now`` (s), shape (m,); ``inf`` for never-crawled URLs."""
+    out = np.empty(len(states))
+    for i, s in enumerate(states):
+        if s.last_crawl_at is None:
+            out[i] = np.inf
+            continue
+        shift = s.signal_time_equivalent_s * s.signals_since_crawl if s.signals_since_crawl else 0.0
+        out[i] = max(now - s.last_crawl_at, 0.0) + shift
+    return out
+
+
+def values_at(states: Sequence[_HasState], now: float, terms: int | None) -> FloatArray:
+    """Crawl value V(τeff) of each URL at ``now``, shape (m,)."""
+    if not states:
+        return np.empty(0)
+    return crawl_value(params_of(states), effective_elapsed(states, now), terms=terms)
+
+
+def thresholds(params: UrlParams, lambdas: FloatArray, terms: int | None) -> FloatArray:
+    """ι = V⁻¹(Λ) per URL (s, ``inf`` = not worth crawling), shape (m,)."""
+    if params.m == 0:
+        return np.empty(0)
+    return threshold_for_value(params, lambdas, terms=terms)

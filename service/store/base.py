@@ -1,0 +1,249 @@
+"""The ``Store`` contract: per-URL crawl state, host queues, leases, multipliers.
+
+Every implementation (``memory``; ``redis`` later) passes one contract test
+suite.  Each method is atomic with respect to the others.  Times are Unix
+seconds (clock time), rates per second.  Data model (ARCHITECTURE.md,
+"Storage"): a queue per host of its unleased URLs ordered by due time; per
+shard, the hosts ordered by readiness = max(earliest due, politeness gate);
+leases ordered by deadline.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler_core.multipliers import TrackerConfig
+
+__all__ = [
+    "ClickEvent",
+    "CrawlOutcome",
+    "DispatchObservation",
+    "EventStatus",
+    "HostState",
+    "LeaseGrant",
+    "LeaseStatus",
+    "SignalEvent",
+    "Store",
+    "StoreStats",
+    "UrlRecord",
+    "UrlState",
+]
+
+
+class EventStatus(enum.StrEnum):
+    """What became of one event of a batch."""
+
+    ACCEPTED = "accepted"
+    UNKNOWN_URL = "unknown_url"  # the URL is not registered: ignored
+    STALE = "stale"  # a signal that carries no news, or a result for a superseded lease
+    DUPLICATE = "duplicate"  # a crawl result for a lease already settled
+
+
+class LeaseStatus(enum.StrEnum):
+    """State of a lease id."""
+
+    ACTIVE = "active"
+    EXPIRED = "expired"
+    SETTLED = "settled"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRecord:
+    """A URL as registration writes it (parameters already validated and scored)."""
+
+    url: str
+    host: str
+    weight: float  # W, requests/s
+    change_rate: float  # Δ, 1/s
+    recall: float
+    false_signal_rate: float  # ν, 1/s
+    signal_time_equivalent_s: float  # β, s (0 or inf allowed)
+    threshold_s: float  # ι at scored_lambda, s (inf allowed)
+    scored_lambda: float  # Λ the threshold was computed for
+    last_crawled_at: float | None = None  # known last fetch, s
+    crawl_delay_s: float | None = None  # politeness of the URL's host, s
+
+
+@dataclass(frozen=True, slots=True)
+class UrlState:
+    """Everything the store knows of one URL (a snapshot)."""
+
+    url: str
+    host: str
+    weight: float
+    change_rate: float
+    recall: float
+    false_signal_rate: float
+    signal_time_equivalent_s: float
+    threshold_s: float
+    scored_lambda: float
+    registered_at: float
+    last_crawl_at: float | None
+    signals_since_crawl: int
+    last_signal_at: float | None
+    due_at: float
+    lease_id: str | None
+    lease_deadline: float | None
+    clicks: int
+    signals: int
+    crawls: int
+    changes: int
+    fetch_errors: int
+    last_click_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """A host's politeness gate and multiplier (a snapshot)."""
+
+    host: str
+    crawl_delay_s: float
+    gate_at: float  # the host may give out its next URL at this time, s
+    urls: int
+    queued: int  # unleased URLs
+    due: int  # unleased URLs whose due time has passed (at the snapshot's `now`)
+    next_due_at: float | None
+    lambda_h: float
+    threshold: float  # Λ_h = λ₀ + λ_h
+    scored_lambda: float | None  # Λ the host's thresholds were last computed for
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseGrant:
+    """A URL handed to a worker."""
+
+    lease_id: str
+    deadline: float
+    state: UrlState  # as it was when leased
+    gated: bool  # it was due before its host's politeness gate opened
+
+
+@dataclass(frozen=True, slots=True)
+class SignalEvent:
+    url: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class ClickEvent:
+    url: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlOutcome:
+    url: str
+    lease_id: str
+    fetched_at: float
+    ok: bool  # the copy was refreshed (2xx/3xx); False: the fetch failed
+    changed: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchObservation:
+    host: str
+    log_value: float  # ln V at dispatch
+    gated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    urls: int
+    hosts: int
+    due_backlog: int
+    leases_active: int
+    leases_expired_total: int
+    lambda0: float | None
+    lambda0_observations: float
+    top_hosts: tuple[HostState, ...]
+
+
+class Store(Protocol):
+    """Storage of the URL frontier; see the module docstring."""
+
+    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+        """Register or update URLs; True for each URL that is new."""
+        ...
+
+    async def remove_urls(self, urls: Sequence[str]) -> int:
+        """Drop URLs (and their leases); returns how many existed."""
+        ...
+
+    async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
+        """Snapshots of the named URLs (None where unknown)."""
+        ...
+
+    async def get_host(self, host: str, now: float) -> HostState | None:
+        """Snapshot of one host, or None."""
+        ...
+
+    async def host_urls(self, host: str) -> list[UrlState]:
+        """Snapshots of every URL of a host."""
+        ...
+
+    async def host_thresholds(self, hosts: Sequence[str]) -> dict[str, float]:
+        """Current Λ_h = λ₀ + λ_h of each named host (new hosts: λ₀)."""
+        ...
+
+    async def set_thresholds(
+        self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
+    ) -> None:
+        """Store ι per URL of ``host`` computed for ``scored_lambda``; re-derive due times."""
+        ...
+
+    async def hosts_needing_rescore(
+        self, tolerance: float, max_urls: int
+    ) -> list[tuple[str, float]]:
+        """Hosts whose Λ_h drifted by more than ``tolerance`` (relative) from the Λ their
+        thresholds were computed for, with the current Λ_h; at most about ``max_urls`` URLs."""
+        ...
+
+    async def record_signals(
+        self, events: Sequence[SignalEvent], discard_within_s: float
+    ) -> list[EventStatus]:
+        """Count change-indicating signals; a signal at or before last crawl + T_DELAY is stale."""
+        ...
+
+    async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
+        """Count clicks (requests)."""
+        ...
+
+    async def lease_next(
+        self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> list[LeaseGrant]:
+        """Lease up to ``n`` URLs: due ones first (earliest due first), then, with
+        ``dispatch_ahead``, not-yet-due ones by due time; never a URL already leased;
+        never a host before its politeness gate; expired leases are reclaimed first."""
+        ...
+
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:
+        """Status and URL of each lease id."""
+        ...
+
+    async def settle(
+        self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
+    ) -> list[EventStatus]:
+        """Apply crawl results: each lease is settled at most once."""
+        ...
+
+    async def observe_dispatch(
+        self, observations: Sequence[DispatchObservation], config: TrackerConfig
+    ) -> None:
+        """Fold crawl values at dispatch into the λ₀ and λ_h estimates."""
+        ...
+
+    async def stats(self, now: float, top_hosts: int) -> StoreStats:
+        """Counts for /metrics."""
+        ...
+
+    async def ping(self) -> bool:
+        """True when the store answers."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...

@@ -1,0 +1,235 @@
+"""The Store contract: every implementation must pass this suite unchanged."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from scheduler_core.multipliers import TrackerConfig
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    DispatchObservation,
+    EventStatus,
+    LeaseStatus,
+    SignalEvent,
+    Store,
+    UrlRecord,
+)
+
+pytestmark = pytest.mark.anyio
+T0 = 1_000_000.0
+
+
+def rec(
+    url: str,
+    *,
+    threshold_s: float = 100.0,
+    beta_s: float = 0.0,
+    last: float | None = T0,
+    delay: float | None = None,
+) -> UrlRecord:
+    host = url.split("/")[2]
+    return UrlRecord(
+        url=url, host=host, weight=1.0, change_rate=0.01, recall=0.5, false_signal_rate=0.01,
+        signal_time_equivalent_s=beta_s, threshold_s=threshold_s, scored_lambda=1.0,
+        last_crawled_at=last, crawl_delay_s=delay,
+    )  # fmt: skip
+
+
+def ok(url: str, lease_id: str, at: float, changed: bool = True) -> CrawlOutcome:
+    return CrawlOutcome(url, lease_id, at, ok=True, changed=changed)
+
+
+async def test_upsert_reports_new_and_updates_params(store: Store) -> None:
+    assert await store.upsert_urls([rec("https://a.example/1")], T0) == [True]
+    assert await store.upsert_urls([rec("https://a.example/1", threshold_s=50.0)], T0) == [False]
+    (state,) = await store.get_urls(["https://a.example/1"])
+    assert state is not None
+    assert state.threshold_s == 50.0
+    assert state.due_at == T0 + 50.0
+    assert await store.get_urls(["https://nope.example/"]) == [None]
+
+
+async def test_never_crawled_url_is_due_at_registration(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/new", last=None)], T0)
+    (grant,) = await store.lease_next(T0, 5, 60.0, dispatch_ahead=False)
+    assert grant.state.url == "https://a.example/new"
+
+
+async def test_due_urls_go_first_in_due_order(store: Store) -> None:
+    await store.upsert_urls(
+        [
+            rec("https://a.example/late", threshold_s=300.0),
+            rec("https://b.example/early", threshold_s=100.0),
+            rec("https://c.example/mid", threshold_s=200.0),
+        ],
+        T0,
+    )
+    assert await store.lease_next(T0 + 50, 3, 60.0, dispatch_ahead=False) == []
+    grants = await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=False)
+    assert [g.state.url for g in grants] == ["https://b.example/early", "https://c.example/mid"]
+    ahead = await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=True)
+    assert [g.state.url for g in ahead] == ["https://a.example/late"]
+
+
+async def test_leased_url_is_not_handed_out_twice(store: Store) -> None:
+    await store.upsert_urls([rec(f"https://h{i}.example/") for i in range(5)], T0)
+    first = await store.lease_next(T0 + 500, 3, 60.0, dispatch_ahead=True)
+    second = await store.lease_next(T0 + 500, 10, 60.0, dispatch_ahead=True)
+    urls = [g.state.url for g in first + second]
+    assert len(urls) == len(set(urls)) == 5
+
+
+async def test_host_gate_spaces_dispatches_by_crawl_delay(store: Store) -> None:
+    await store.upsert_urls([rec(f"https://one.example/{i}", delay=10.0) for i in range(4)], T0)
+    now = T0 + 1000.0
+    assert len(await store.lease_next(now, 4, 60.0, dispatch_ahead=True)) == 1
+    assert await store.lease_next(now + 9.9, 4, 60.0, dispatch_ahead=True) == []
+    (grant,) = await store.lease_next(now + 10.0, 4, 60.0, dispatch_ahead=True)
+    assert grant.gated  # it was due long before the gate opened
+    host = await store.get_host("one.example", now + 10.0)
+    assert host is not None and host.gate_at == now + 20.0
+
+
+async def test_expired_lease_makes_url_due_again(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x")], T0)
+    (g1,) = await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)
+    assert await store.lease_next(T0 + 259, 1, 60.0, dispatch_ahead=False) == []
+    (g2,) = await store.lease_next(T0 + 260, 1, 60.0, dispatch_ahead=False)
+    assert g2.state.url == g1.state.url and g2.lease_id != g1.lease_id
+    assert await store.lease_status([g1.lease_id, g2.lease_id, "zz"]) == [
+        (LeaseStatus.EXPIRED, "https://a.example/x"),
+        (LeaseStatus.ACTIVE, "https://a.example/x"),
+        (LeaseStatus.UNKNOWN, None),
+    ]
+    # the superseded lease's result is ignored; the current one settles
+    assert await store.settle([ok(g1.state.url, g1.lease_id, T0 + 261)], 60.0, 0.0) == [
+        EventStatus.STALE
+    ]
+    assert await store.settle([ok(g2.state.url, g2.lease_id, T0 + 262)], 60.0, 0.0) == [
+        EventStatus.ACCEPTED
+    ]
+    stats = await store.stats(T0 + 262, 5)
+    assert stats.leases_expired_total == 1 and stats.leases_active == 0
+
+
+async def test_late_result_of_expired_lease_is_accepted_if_not_leased_again(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x")], T0)
+    (g,) = await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)
+    await store.lease_next(T0 + 300, 1, 60.0, dispatch_ahead=False)  # reclaims, leases again
+    await store.upsert_urls([rec("https://b.example/y")], T0)
+    (state,) = await store.get_urls(["https://a.example/x"])
+    assert state is not None and state.lease_id is not None  # leased again: g is superseded
+    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 301)], 60.0, 0.0) == [
+        EventStatus.STALE
+    ]
+
+
+async def test_result_settles_once_and_resets_elapsed_time(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
+    (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
+    out = ok(g.state.url, g.lease_id, T0 + 151)
+    assert await store.settle([out], 60.0, 0.0) == [EventStatus.ACCEPTED]
+    assert await store.settle([out], 60.0, 0.0) == [EventStatus.DUPLICATE]
+    (s,) = await store.get_urls([g.state.url])
+    assert s is not None
+    assert (s.crawls, s.changes, s.last_crawl_at, s.due_at) == (1, 1, T0 + 151, T0 + 251)
+    assert s.lease_id is None
+
+
+async def test_failed_fetch_retries_later_and_keeps_the_copy(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
+    (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
+    failed = CrawlOutcome(g.state.url, g.lease_id, T0 + 151, ok=False, changed=None)
+    assert await store.settle([failed], 500.0, 0.0) == [EventStatus.ACCEPTED]
+    (s,) = await store.get_urls([g.state.url])
+    assert s is not None
+    assert (s.last_crawl_at, s.fetch_errors, s.due_at) == (T0, 1, T0 + 651)
+
+
+async def test_signal_moves_due_time_earlier_by_beta(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0, beta_s=30.0)], T0)
+    events = [SignalEvent("https://a.example/x", T0 + 10), SignalEvent("https://a.example/x", T0)]
+    assert await store.record_signals(events, 0.0) == [EventStatus.ACCEPTED, EventStatus.STALE]
+    (s,) = await store.get_urls(["https://a.example/x"])
+    assert s is not None
+    assert (s.signals_since_crawl, s.signals, s.due_at) == (1, 2, T0 + 70)
+    assert await store.record_signals([SignalEvent("https://x.example/", T0)], 0.0) == [
+        EventStatus.UNKNOWN_URL
+    ]
+
+
+async def test_signal_within_t_delay_after_crawl_is_discarded(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", beta_s=30.0)], T0)
+    statuses = await store.record_signals([SignalEvent("https://a.example/x", T0 + 5)], 10.0)
+    assert statuses == [EventStatus.STALE]
+
+
+async def test_certain_signal_makes_url_due_at_once(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=1e5, beta_s=math.inf)], T0)
+    await store.record_signals([SignalEvent("https://a.example/x", T0 + 42)], 0.0)
+    (s,) = await store.get_urls(["https://a.example/x"])
+    assert s is not None and s.due_at == T0 + 42
+
+
+async def test_abandoned_url_is_revisited_at_the_cap(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=math.inf)], T0)
+    (s,) = await store.get_urls(["https://a.example/x"])
+    assert s is not None and s.due_at == T0 + 1e6
+
+
+async def test_clicks_are_counted(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x")], T0)
+    statuses = await store.record_clicks(
+        [ClickEvent("https://a.example/x", T0 + 1), ClickEvent("https://q.example/", T0)]
+    )
+    assert statuses == [EventStatus.ACCEPTED, EventStatus.UNKNOWN_URL]
+    (s,) = await store.get_urls(["https://a.example/x"])
+    assert s is not None and (s.clicks, s.last_click_at) == (1, T0 + 1)
+
+
+async def test_remove_drops_url_and_its_lease(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x"), rec("https://a.example/y")], T0)
+    (g,) = await store.lease_next(T0 + 500, 1, 60.0, dispatch_ahead=False)
+    assert await store.remove_urls([g.state.url, "https://none.example/"]) == 1
+    assert await store.get_urls([g.state.url]) == [None]
+    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 501)], 60.0, 0.0) == [
+        EventStatus.STALE
+    ]
+    assert (await store.stats(T0 + 501, 1)).urls == 1
+
+
+async def test_set_thresholds_rederives_due_times(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
+    await store.set_thresholds("a.example", {"https://a.example/x": 400.0}, 2.0)
+    (s,) = await store.get_urls(["https://a.example/x"])
+    assert s is not None and (s.due_at, s.scored_lambda) == (T0 + 400.0, 2.0)
+
+
+async def test_multipliers_follow_dispatch_values(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x"), rec("https://b.example/y")], T0)
+    cfg = TrackerConfig(window=4, clip=10)
+    free = [DispatchObservation("a.example", math.log(2.0), gated=False)] * 4
+    gated = [DispatchObservation("b.example", math.log(8.0), gated=True)] * 4
+    await store.observe_dispatch(free + gated, cfg)
+    stats = await store.stats(T0, 5)
+    assert stats.lambda0 == pytest.approx(2.0)
+    lam = await store.host_thresholds(["a.example", "b.example", "new.example"])
+    assert lam["a.example"] == pytest.approx(2.0)
+    assert lam["b.example"] == pytest.approx(8.0)  # λ₀ + λ_b, λ_b = 6
+    assert lam["new.example"] == pytest.approx(2.0)
+    stale = dict(await store.hosts_needing_rescore(0.05, 10_000))
+    assert stale["b.example"] == pytest.approx(8.0)
+    await store.set_thresholds("b.example", {}, stale["b.example"])
+    assert "b.example" not in dict(await store.hosts_needing_rescore(0.05, 10_000))
+
+
+async def test_stats_count_due_backlog(store: Store) -> None:
+    await store.upsert_urls(
+        [rec("https://a.example/1", threshold_s=10.0), rec("https://b.example/2", threshold_s=1e4)],
+        T0,
+    )
+    stats = await store.stats(T0 + 100, 10)
+    assert (stats.urls, stats.hosts, stats.due_backlog) == (2, 2, 1)

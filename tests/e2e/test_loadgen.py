@@ -1,0 +1,58 @@
+"""The load generator against a served app (uvicorn subprocess, accelerated clock)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from scheduler_core.sim import World, WorldSpec
+from service.cli import main
+from service.client import CrawlschedClient
+from service.loadgen.demo import served_app
+from service.loadgen.runner import LoadgenOptions, run_loadgen
+
+pytestmark = pytest.mark.e2e
+
+
+def test_loadgen_keeps_a_small_world_fresh() -> None:
+    world = World.generate(
+        WorldSpec(urls=200, hosts=10, duration_days=60, budget_per_day=20, seed=11)
+    )
+    speed = world.duration_s / 8.0  # 60 simulated days in 8 wall seconds
+    env = {
+        "CRAWLSCHED_CLOCK": "accelerated",
+        "CRAWLSCHED_CLOCK_SPEED": repr(speed),
+        "CRAWLSCHED_LEASE_TTL_S": repr(30 * speed),
+    }
+
+    async def drive(base_url: str) -> dict[str, float]:
+        async with CrawlschedClient(base_url) as client:
+            options = LoadgenOptions(workers=2, progress=False, signal_optimum=False)
+            report = await run_loadgen(world, client, options)
+            health = await client.healthz()
+        assert health["status"] == "ok"
+        return report.to_json()
+
+    with served_app(env) as base_url:
+        report = asyncio.run(drive(base_url))
+    budget = world.budget_per_s * world.duration_s
+    assert 0.9 * budget <= report["crawls"] <= 1.05 * budget
+    assert report["clicks"] > 5000
+    # noisy-signal world: the service must beat round-robin and come near BASELINE
+    margin = 4 * report["freshness_stderr"]
+    assert report["freshness"] > report["round_robin_freshness"] + margin
+    assert report["freshness"] > 0.9 * report["baseline_accuracy"]
+    assert report["lambda0_online"] is not None and report["lambda0_online"] > 0
+
+
+def test_cli_prints_the_default_world(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    main(["world"])
+    text = capsys.readouterr().out
+    assert "budget_per_day" in text
+    spec = tmp_path / "w.json"
+    spec.write_text(json.dumps({"urls": 10, "nonsense": 1}))
+    with pytest.raises(Exception, match="nonsense"):
+        main(["loadgen", "--url", "http://127.0.0.1:9", "--world", str(spec)])

@@ -1,0 +1,56 @@
+"""Clocks and URL canonicalisation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from service.clock import AcceleratedClock, ManualClock, SystemClock
+from service.urls import canonical_url, host_of
+
+
+def test_manual_clock_only_moves_forward() -> None:
+    c = ManualClock(10.0)
+    c.advance(2.5)
+    assert c.now() == 12.5
+    with pytest.raises(ValueError, match="earlier"):
+        c.set(1.0)
+
+
+def test_accelerated_clock_runs_fast() -> None:
+    c = AcceleratedClock(speed=1000.0, start=0.0)
+    t0 = c.now()
+    time.sleep(0.02)
+    assert c.now() - t0 >= 1000.0 * 0.02 * 0.99
+    assert c.rate == 1000.0
+    with pytest.raises(ValueError, match="speed"):
+        AcceleratedClock(speed=0.0)
+
+
+def test_system_clock_reads_the_wall() -> None:
+    assert abs(SystemClock().now() - time.time()) < 1.0
+
+
+@pytest.mark.parametrize(
+    ("raw", "canonical"),
+    [
+        ("https://Example.com", "https://example.com/"),
+        ("http://example.com:80/a?b=1#frag", "http://example.com/a?b=1"),
+        ("https://example.com:8443/", "https://example.com:8443/"),
+    ],
+)
+def test_canonical_url(raw: str, canonical: str) -> None:
+    assert canonical_url(raw) == canonical
+
+
+@pytest.mark.parametrize(
+    "raw", ["ftp://x.example/", "https://", "https://a b.example/", "https://x:99999/", "x" * 3000]
+)
+def test_canonical_url_rejects(raw: str) -> None:
+    with pytest.raises(ValueError):
+        canonical_url(raw)
+
+
+def test_host_of() -> None:
+    assert host_of("https://a.example:81/x") == "a.example:81"

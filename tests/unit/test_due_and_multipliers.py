@@ -1,0 +1,81 @@
+"""The due-time rule and the multiplier estimates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from scheduler_core.due import due_time
+from scheduler_core.errors import ParameterError
+from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier, update_log_mean
+
+
+def _due(**kw: object) -> float:
+    base: dict[str, object] = {
+        "last_crawl_at": 1000.0,
+        "registered_at": 0.0,
+        "threshold_s": 500.0,
+        "signal_time_equivalent_s": 0.0,
+        "signals_since_crawl": 0,
+        "last_signal_at": None,
+        "max_revisit_s": 1e9,
+    }
+    base.update(kw)
+    return due_time(**base)  # type: ignore[arg-type]
+
+
+def test_due_time_cases() -> None:
+    assert _due() == 1500.0
+    assert _due(last_crawl_at=None, registered_at=7.0) == 7.0
+    assert _due(signal_time_equivalent_s=100.0, signals_since_crawl=3) == 1200.0
+    assert _due(signal_time_equivalent_s=0.0, signals_since_crawl=3) == 1500.0  # β = 0: no news
+    assert (
+        _due(signal_time_equivalent_s=math.inf, signals_since_crawl=1, last_signal_at=1100.0)
+        == 1100.0
+    )
+    assert _due(signal_time_equivalent_s=math.inf, signals_since_crawl=0) == 1500.0
+    assert _due(threshold_s=math.inf) == 1000.0 + 1e9  # abandoned: revisit cap
+    assert _due(threshold_s=math.inf, signal_time_equivalent_s=math.inf, signals_since_crawl=2,
+                last_signal_at=1100.0, max_revisit_s=1e4) == 11000.0  # fmt: skip
+    assert _due(max_revisit_s=100.0) == 1100.0
+
+
+def test_log_mean_is_a_plain_mean_then_an_ewma() -> None:
+    cfg = TrackerConfig(window=10, clip=100)
+    xs = list(np.linspace(-1, 1, 10))
+    s = update_log_mean(LogMean(), xs, cfg)
+    assert s.log_mean == pytest.approx(np.mean(xs)) and s.count == 10
+    s2 = update_log_mean(s, [5.0], cfg)
+    assert s2.log_mean == pytest.approx(s.log_mean + (5.0 - s.log_mean) / 10)
+
+
+def test_log_mean_clips_outliers_after_the_window() -> None:
+    cfg = TrackerConfig(window=4, clip=1.0)
+    s = update_log_mean(LogMean(), [0.0] * 4, cfg)
+    s = update_log_mean(s, [50.0], cfg)  # a W/Δ jump after a signal
+    assert s.log_mean == pytest.approx(0.25)
+    assert update_log_mean(s, [math.nan, -math.inf], cfg) == s
+
+
+def test_log_mean_converges_to_the_geometric_mean() -> None:
+    rng = np.random.default_rng(3)
+    cfg = TrackerConfig(window=200, clip=2.0)
+    draws = rng.normal(math.log(7.0), 0.5, size=5000)
+    s = update_log_mean(LogMean(), draws, cfg)
+    # EWMA over ~window draws: standard error ≈ σ / sqrt(2·window)
+    assert s.value == pytest.approx(7.0, rel=4 * 0.5 / math.sqrt(400))
+
+
+def test_host_multiplier() -> None:
+    assert host_multiplier(None, LogMean(1.0, 3)) == 0.0
+    assert host_multiplier(1.0, LogMean()) == 0.0
+    assert host_multiplier(1.0, LogMean(math.log(3.0), 3)) == pytest.approx(2.0)
+
+
+def test_tracker_config_validates() -> None:
+    with pytest.raises(ParameterError, match="window"):
+        TrackerConfig(window=0.5)
+    with pytest.raises(ParameterError, match="clip"):
+        TrackerConfig(clip=0)
