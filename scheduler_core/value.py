@@ -1,0 +1,492 @@
+"""Crawl value functions with noisy change-indicating signals.
+
+For a threshold policy "crawl as soon as τeff ≥ ι" this module gives, per URL,
+
+- ψ(ι), the expected time between crawls (:func:`expected_interval`), and the
+  crawl frequency f = 1/ψ (:func:`crawl_frequency`);
+- w(ι), the expected fresh time per crawl interval (:func:`expected_fresh_time`),
+  and the time-averaged freshness w/ψ (:func:`freshness_at_threshold`);
+- the crawl value V(ι) = W·(w(ι) − e^{−αι}ψ(ι)) (:func:`crawl_value`), its
+  derivative, and its inverse ι(Λ) = V⁻¹(Λ) (:func:`threshold_for_value`).
+
+One code path serves GREEDY (no signals), GREEDY-CIS (no false signals, β = ∞),
+GREEDY-NCIS (general) and NCIS-APPROX-J (``terms=J``: the sums cut after J
+terms).  All functions are vectorised over ``(m,)`` arrays.
+
+The sums Σ_k R^k(x_k) over k = 0..⌊ι/β⌋ can have ~1e15 terms (β → 0); only a
+window around the Poisson crossing point k ≈ x_k is summed, the terms below it
+being 1 (geometrically weighted in w) to double precision and those above it 0
+(``MATH.md``, "Numerical traps" 1).  A window wider than :data:`MAX_WINDOW_POINTS`
+(only for γι ≳ 1e4 with uninformative signals) is summed blockwise with one
+evaluation per block at the block's midpoint.
+
+References
+----------
+``MATH.md``, "Crawl value" and "Numerical traps"; paper 004 (noisy CIS),
+Theorem 1, App. A and §5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize.elementwise import find_root
+from scipy.special import gammainc, gammaincinv
+
+from scheduler_core.errors import ParameterError
+from scheduler_core.params import FloatArray, UrlParams, as_float_array
+
+__all__ = [
+    "MAX_THRESHOLD_S",
+    "MIN_THRESHOLD_S",
+    "crawl_frequency",
+    "crawl_value",
+    "crawl_value_derivative",
+    "expected_fresh_time",
+    "expected_interval",
+    "freshness_at_threshold",
+    "threshold_for_value",
+]
+
+#: Largest threshold the inverse searches (s); see ``MATH.md``, "Numerical traps" 3.
+MAX_THRESHOLD_S = 1e15
+#: Smallest threshold the inverse resolves (s).
+MIN_THRESHOLD_S = 1e-6
+#: Half-width of the summation window in Poisson standard deviations.
+_WINDOW_SD = 12.0
+#: Most evaluation points per URL in one windowed sum.
+MAX_WINDOW_POINTS = 512
+#: Rows evaluated at once (bounds memory at rows × points floats).
+_CHUNK_ROWS = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """Derived per-URL constants, shape (m,) each."""
+
+    weight: FloatArray
+    change_rate: FloatArray
+    alpha: FloatArray
+    gamma: FloatArray
+    total_rate: FloatArray  # Δ + ν = α + γ
+    beta: FloatArray
+    log_q: FloatArray  # ln(ν/(Δ+ν)), computed as log1p(−Δ/(Δ+ν))
+    greedy: np.ndarray  # bool: signals carry no information (β = 0)
+    inert: np.ndarray  # bool: W = 0 or Δ = 0, V ≡ 0
+
+    @classmethod
+    def of(cls, params: UrlParams) -> _Model:
+        w, d = params.weight, params.change_rate
+        gamma = params.signal_rate
+        total = d + params.false_signal_rate
+        beta = params.signal_time_equivalent
+        safe_total = np.where(total > 0, total, 1.0)
+        with np.errstate(divide="ignore"):  # ν = 0: ln q = −∞
+            log_q = np.where(total > 0, np.log1p(-d / safe_total), 0.0)
+        return cls(
+            weight=w,
+            change_rate=d,
+            alpha=params.unsignalled_change_rate,
+            gamma=gamma,
+            total_rate=total,
+            beta=beta,
+            log_q=np.asarray(log_q, dtype=np.float64),
+            greedy=beta == 0,
+            inert=(w == 0) | (d == 0),
+        )
+
+    def take(self, idx: np.ndarray) -> _Model:
+        return _Model(*(getattr(self, f)[idx] for f in self.__slots__))
+
+
+def _geometric(count: FloatArray, log_q: FloatArray) -> FloatArray:
+    """Σ_{k=0}^{count−1} q^k with q = e^{log_q} ∈ [0, 1], exact in the limits q → 0, 1."""
+    count = np.maximum(count, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        general = np.expm1(count * log_q) / np.expm1(log_q)
+    out = np.where(log_q == 0, count, general)
+    return np.where(np.isneginf(log_q), np.minimum(count, 1.0), out)
+
+
+def _power(k: FloatArray, log_q: FloatArray) -> FloatArray:
+    """q^k with q^0 = 1 also for q = 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(k == 0, 1.0, np.exp(k * log_q))
+
+
+def _windowed_sum(
+    rate: FloatArray, iota: FloatArray, beta: FloatArray, k_max: FloatArray, log_q: FloatArray
+) -> FloatArray:
+    """Σ_{k=0}^{k_max} q^k · R^k(rate·(ι − kβ)), shape (n,).
+
+    Inputs are (n,) arrays with rate > 0, 0 < ι < ∞, β ∈ (0, ∞], k_max ≥ 0
+    integral (float), log_q = ln q ≤ 0.  R^k(x) = ``gammainc(k + 1, x)``.
+    """
+    rb = rate * beta
+    with np.errstate(invalid="ignore"):
+        k_star = np.where(np.isinf(beta), 0.0, rate * iota / (1.0 + rb))
+    half = (_WINDOW_SD * np.sqrt(k_star + 1.0) + 2.0) / (1.0 + rb) + 1.0
+    k_lo = np.minimum(np.maximum(np.floor(k_star - half), 0.0), k_max + 1.0)
+    k_hi = np.minimum(np.ceil(k_star + half), k_max)
+    n_window = np.maximum(k_hi - k_lo + 1.0, 0.0)
+    total = _geometric(k_lo, log_q)  # terms k < k_lo are R^k = 1
+    stride = np.maximum(np.ceil(n_window / MAX_WINDOW_POINTS), 1.0)
+    points = np.ceil(n_window / stride)
+    # Rows with similar window sizes share one (rows, points) grid.
+    bucket = np.ceil(np.log2(np.maximum(points, 1.0)))
+    for b in np.unique(bucket[points > 0]):
+        rows = np.flatnonzero((bucket == b) & (points > 0))
+        total[rows] += _window_terms(
+            rate[rows],
+            iota[rows],
+            beta[rows],
+            log_q[rows],
+            k_lo[rows],
+            k_hi[rows],
+            stride[rows],
+            int(points[rows].max()),
+        )
+    return total
+
+
+def _window_terms(
+    rate: FloatArray,
+    iota: FloatArray,
+    beta: FloatArray,
+    log_q: FloatArray,
+    k_lo: FloatArray,
+    k_hi: FloatArray,
+    stride: FloatArray,
+    points: int,
+) -> FloatArray:
+    """Σ_{k=k_lo}^{k_hi} q^k R^k(rate·(ι − kβ)), blockwise with ``stride`` terms a block."""
+    j = np.arange(points, dtype=np.float64)
+    k0 = k_lo[:, None] + j[None, :] * stride[:, None]
+    count = np.clip(np.minimum(stride[:, None], k_hi[:, None] - k0 + 1.0), 0.0, None)
+    k_mid = k0 + np.maximum(count - 1.0, 0.0) / 2.0
+    with np.errstate(invalid="ignore"):
+        shift = np.where(k_mid == 0, 0.0, k_mid * beta[:, None])
+    x = np.maximum(rate[:, None] * (iota[:, None] - shift), 0.0)
+    lq = log_q[:, None]
+    block = _power(k0, lq) * _geometric(count, lq)
+    terms = np.where(count > 0, block * gammainc(k_mid + 1.0, x), 0.0)
+    return np.asarray(terms.sum(axis=1), dtype=np.float64)
+
+
+def _interval_and_fresh_time(
+    model: _Model, iota: FloatArray, terms: int | None
+) -> tuple[FloatArray, FloatArray]:
+    """ψ(ι) and w(ι) for finite ι ≥ 0, shape (m,) each (``MATH.md``, "Crawl value")."""
+    psi = np.array(iota, dtype=np.float64, copy=True)
+    d = model.change_rate
+    # GREEDY (β = 0): ψ = ι, w = (1 − e^{−Δι})/Δ → ι as Δ → 0.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fresh = np.where(d > 0, -np.expm1(-d * iota) / d, iota)
+    fresh = np.asarray(fresh, dtype=np.float64)
+    sig = np.flatnonzero(~model.greedy & (iota > 0))
+    for start in range(0, sig.size, _CHUNK_ROWS):
+        idx = sig[start : start + _CHUNK_ROWS]
+        sub = model.take(idx)
+        it = iota[idx]
+        with np.errstate(divide="ignore"):
+            k_max = np.floor(np.where(np.isinf(sub.beta), 0.0, it / sub.beta))
+        if terms is not None:
+            k_max = np.minimum(k_max, float(terms - 1))
+        zeros = np.zeros(idx.size)
+        psi[idx] = _windowed_sum(sub.gamma, it, sub.beta, k_max, zeros) / sub.gamma
+        fresh[idx] = _windowed_sum(sub.total_rate, it, sub.beta, k_max, sub.log_q) / sub.total_rate
+    return psi, fresh
+
+
+def _check_terms(terms: int | None) -> None:
+    if terms is not None and terms < 1:
+        raise ParameterError("`terms` must be >= 1 (or None for the exact sums)")
+
+
+def _thresholds(params: UrlParams, threshold: ArrayLike) -> FloatArray:
+    iota = as_float_array("threshold", threshold, params.m)
+    if (iota < 0).any():
+        raise ParameterError("`threshold` must be >= 0 seconds")
+    return iota
+
+
+def _value(model: _Model, iota: FloatArray, terms: int | None) -> FloatArray:
+    """V(ι), shape (m,), for validated ι ∈ [0, ∞]."""
+    out = np.zeros(iota.shape)
+    live = ~model.inert
+    inf = live & np.isinf(iota)
+    # V(∞) = W/Δ (a surely stale copy); NCIS-APPROX-J keeps its truncated limit.
+    out[inf] = model.weight[inf] / model.change_rate[inf]
+    if terms is not None and inf.any():
+        q_j = _power(np.full(int(inf.sum()), float(terms)), model.log_q[inf])
+        out[inf] *= np.where(model.greedy[inf], 1.0, 1.0 - q_j)
+    greedy = live & ~inf & model.greedy
+    d = model.change_rate[greedy]
+    out[greedy] = model.weight[greedy] / d * gammainc(2.0, d * iota[greedy])
+    rest = np.flatnonzero(live & ~inf & ~model.greedy)
+    if rest.size:
+        sub = model.take(rest)
+        psi, fresh = _interval_and_fresh_time(sub, iota[rest], terms)
+        out[rest] = np.maximum(sub.weight * (fresh - np.exp(-sub.alpha * iota[rest]) * psi), 0.0)
+    return out
+
+
+def crawl_value(params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None) -> FloatArray:
+    """Crawl value V(τeff) of ``m`` URLs (GREEDY, GREEDY-CIS, GREEDY-NCIS).
+
+    Parameters
+    ----------
+    params : UrlParams
+        The URLs' model, ``m`` URLs.
+    tau_eff : array_like, shape (m,) or scalar
+        Effective elapsed time τ + β·n since the last crawl, seconds, ≥ 0;
+        ``inf`` for a copy known to be stale (never crawled, or a signal with
+        β = ∞).
+    terms : int, optional
+        NCIS-APPROX-J: keep only the first J terms of the sums.  ``None``
+        (default) is exact.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        V in weighted fresh requests gained per crawl (W·s); increasing in
+        τeff, V(0) = 0, V(∞) = W/Δ; 0 where W = 0 or Δ = 0.
+
+    Raises
+    ------
+    ParameterError
+        If ``tau_eff`` is negative, NaN or of the wrong shape, or ``terms < 1``.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, Theorem 1 and App. A.
+
+    Examples
+    --------
+    >>> p = UrlParams.create(weight=1.0, change_rate=1.0)
+    >>> float(crawl_value(p, [float("inf")])[0])
+    1.0
+    >>> round(float(crawl_value(p, [1.0])[0]), 6)  # 1 − 2/e
+    0.264241
+    """
+    _check_terms(terms)
+    return _value(_Model.of(params), _thresholds(params, tau_eff), terms)
+
+
+def crawl_value_derivative(
+    params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """V′(τeff) = W·α·e^{−ατeff}·ψ(τeff), shape (m,), in W per second (0 at ∞).
+
+    Raises
+    ------
+    ParameterError
+        As :func:`crawl_value`.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, App. A.
+    """
+    _check_terms(terms)
+    model = _Model.of(params)
+    iota = _thresholds(params, tau_eff)
+    finite = np.isfinite(iota)
+    psi, _ = _interval_and_fresh_time(model, np.where(finite, iota, 0.0), terms)
+    out = model.weight * model.alpha * np.exp(-model.alpha * iota) * psi
+    return np.where(finite & ~model.inert, out, 0.0)
+
+
+def expected_interval(
+    params: UrlParams, threshold: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """ψ(ι), the expected time between crawls under threshold ι, seconds, shape (m,).
+
+    ψ = Σ_{k=0}^{⌊ι/β⌋} R^k(γ(ι − kβ))/γ; ψ = ι without signals; ``inf`` at ι = ∞.
+
+    Raises
+    ------
+    ParameterError
+        If ``threshold`` is negative, NaN or of the wrong shape, or ``terms < 1``.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, App. A.
+    """
+    _check_terms(terms)
+    iota = _thresholds(params, threshold)
+    finite = np.isfinite(iota)
+    psi, _ = _interval_and_fresh_time(_Model.of(params), np.where(finite, iota, 0.0), terms)
+    return np.where(finite, psi, np.inf)
+
+
+def expected_fresh_time(
+    params: UrlParams, threshold: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """w(ι), the expected fresh time per crawl interval, seconds, shape (m,).
+
+    w = Σ_k ν^k/(Δ+ν)^{k+1} · R^k((Δ+ν)(ι − kβ)); w(∞) = 1/Δ (``inf`` if Δ = 0).
+
+    Raises
+    ------
+    ParameterError
+        If ``threshold`` is negative, NaN or of the wrong shape, or ``terms < 1``.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, App. A.
+    """
+    _check_terms(terms)
+    model = _Model.of(params)
+    iota = _thresholds(params, threshold)
+    finite = np.isfinite(iota)
+    _, fresh = _interval_and_fresh_time(model, np.where(finite, iota, 0.0), terms)
+    d = model.change_rate
+    with np.errstate(divide="ignore"):
+        limit = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), np.inf)
+    return np.where(finite, fresh, limit)
+
+
+def crawl_frequency(
+    params: UrlParams, threshold: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """f(ι) = 1/ψ(ι), crawls per second under threshold ι, shape (m,); 0 at ι = ∞.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`expected_interval`.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, Lemma 2 (f decreasing in ι).
+    """
+    psi = expected_interval(params, threshold, terms=terms)
+    with np.errstate(divide="ignore"):
+        return np.asarray(1.0 / psi, dtype=np.float64)
+
+
+def freshness_at_threshold(
+    params: UrlParams, threshold: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """Time-averaged freshness w(ι)/ψ(ι) of each URL under threshold ι, shape (m,).
+
+    At ι = 0 (crawled continuously) it is 1; at ι = ∞ (never crawled) it is 0,
+    or 1 for a URL that never changes (Δ = 0).
+
+    Raises
+    ------
+    ParameterError
+        As :func:`expected_interval`.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, §4.
+    """
+    _check_terms(terms)
+    model = _Model.of(params)
+    iota = _thresholds(params, threshold)
+    finite = np.isfinite(iota) & (iota > 0)
+    psi, fresh = _interval_and_fresh_time(model, np.where(finite, iota, 1.0), terms)
+    never_changes = model.change_rate == 0
+    out = np.where(finite, fresh / psi, np.where(iota == 0, 1.0, 0.0))
+    return np.where(never_changes, 1.0, out)
+
+
+def threshold_for_value(
+    params: UrlParams, value: ArrayLike, *, terms: int | None = None
+) -> FloatArray:
+    """The inverse ι(Λ) = V⁻¹(Λ): the τeff at which each URL's crawl value reaches Λ.
+
+    Parameters
+    ----------
+    params : UrlParams
+        The URLs' model, ``m`` URLs.
+    value : array_like, shape (m,) or scalar
+        The threshold value Λ = λ₀ + λ_h (W·s), finite.
+    terms : int, optional
+        NCIS-APPROX-J truncation (see :func:`crawl_value`).
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        ι in seconds: 0 where Λ ≤ 0; ``inf`` where the URL is never worth a
+        crawl at Λ (Λ ≥ W/Δ, V ≡ 0, or V stays below Λ up to
+        max(:data:`MAX_THRESHOLD_S`, 64β)).  GREEDY in closed form
+        (``gammaincinv(2, ΛΔ/W)/Δ``); with signals a vectorised bracketing root
+        search on ln ι to relative precision ~1e-12.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is NaN, not finite or of the wrong shape, or ``terms < 1``.
+
+    References
+    ----------
+    ``MATH.md``, "From values to decisions" (due time) and "Numerical traps" 3.
+    """
+    _check_terms(terms)
+    lam = as_float_array("value", value, params.m)
+    if not np.isfinite(lam).all():
+        raise ParameterError("`value` must be finite")
+    model = _Model.of(params)
+    out = np.full(params.m, np.inf)
+    out[lam <= 0] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(model.inert, 0.0, model.weight / model.change_rate)
+    open_ = (lam > 0) & ~model.inert & (lam < cap)
+    greedy = open_ & model.greedy
+    d = model.change_rate[greedy]
+    out[greedy] = gammaincinv(2.0, lam[greedy] * d / model.weight[greedy]) / d
+    rest = np.flatnonzero(open_ & ~model.greedy)
+    if rest.size:
+        out[rest] = _invert(model.take(rest), lam[rest], terms)
+    return out
+
+
+def _invert(model: _Model, lam: FloatArray, terms: int | None) -> FloatArray:
+    """ι with V(ι) = Λ for URLs with signals, by root search on u = ln ι, shape (n,).
+
+    The bracket grows by factors of 8 from the no-signal threshold, up to
+    max(:data:`MAX_THRESHOLD_S`, 64β) and down to :data:`MIN_THRESHOLD_S`.
+    """
+    finite_beta = np.where(np.isfinite(model.beta), model.beta, 0.0)
+    top = np.maximum(MAX_THRESHOLD_S, 64.0 * finite_beta)
+    d = model.change_rate
+    guess = np.clip(gammaincinv(2.0, lam * d / model.weight) / d, MIN_THRESHOLD_S, top)
+    lo, hi = guess.copy(), guess.copy()
+    up = _value(model, guess, terms) < lam  # V(lo) < Λ holds; grow hi
+    down = ~up  # V(hi) ≥ Λ holds; shrink lo
+    unreachable = np.zeros(lam.shape, dtype=bool)
+    while up.any():
+        unreachable[up] = hi[up] >= top[up]
+        up &= ~unreachable
+        lo[up] = hi[up]
+        hi[up] = np.minimum(hi[up] * 8.0, top[up])
+        up[up] = _value(model.take(up), hi[up], terms) < lam[up]
+    down &= lo > MIN_THRESHOLD_S
+    while down.any():
+        hi[down] = lo[down]
+        lo[down] = np.maximum(lo[down] / 8.0, MIN_THRESHOLD_S)
+        down[down] = (_value(model.take(down), lo[down], terms) >= lam[down]) & (
+            lo[down] > MIN_THRESHOLD_S
+        )
+    result = np.where(unreachable, np.inf, lo)  # rows at the floor keep MIN_THRESHOLD_S
+    todo = np.flatnonzero(~unreachable & (lo < hi) & (_value(model, lo, terms) < lam))
+    if todo.size:
+        sub, target = model.take(todo), lam[todo]
+
+        def gap(u: FloatArray, index: FloatArray) -> FloatArray:
+            idx = index.astype(np.int64).ravel()
+            v = _value(sub.take(idx), np.exp(u.ravel()), terms)
+            return (v - target[idx]).reshape(u.shape)
+
+        res = find_root(
+            gap,
+            (np.log(lo[todo]), np.log(hi[todo])),
+            args=(np.arange(todo.size, dtype=np.float64),),
+            tolerances={"xatol": 1e-13, "xrtol": 0.0, "fatol": 0.0, "frtol": 0.0},
+        )
+        result[todo] = np.exp(res.x)
+    return result
