@@ -58,6 +58,9 @@ MIN_THRESHOLD_S = 1e-6
 _WINDOW_SD = 12.0
 #: Most evaluation points per URL in one windowed sum.
 MAX_WINDOW_POINTS = 512
+#: Largest (Δ+ν)ι summed by the short-time series, and its number of terms.
+_SERIES_MAX = 2.0
+_SERIES_TERMS = 30
 #: Rows evaluated at once (bounds memory at rows × points floats).
 _CHUNK_ROWS = 8192
 
@@ -225,12 +228,40 @@ def _value(model: _Model, iota: FloatArray, terms: int | None) -> FloatArray:
     greedy = live & ~inf & model.greedy
     d = model.change_rate[greedy]
     out[greedy] = model.weight[greedy] / d * gammainc(2.0, d * iota[greedy])
-    rest = np.flatnonzero(live & ~inf & ~model.greedy)
-    if rest.size:
-        sub = model.take(rest)
-        psi, fresh = _interval_and_fresh_time(sub, iota[rest], terms)
-        out[rest] = np.maximum(sub.weight * (fresh - np.exp(-sub.alpha * iota[rest]) * psi), 0.0)
+    rest = live & ~inf & ~model.greedy
+    # Before the first possible signal shift (ι < β) and for small (Δ+ν)ι the
+    # difference w − e^{−αι}ψ cancels; a series of positive terms is exact there.
+    short = rest & (iota < model.beta) & (model.total_rate * iota <= _SERIES_MAX)
+    idx = np.flatnonzero(short)
+    if idx.size:
+        sub = model.take(idx)
+        out[idx] = sub.weight * _short_value(sub.alpha, sub.gamma, iota[idx])
+    idx = np.flatnonzero(rest & ~short)
+    if idx.size:
+        sub = model.take(idx)
+        psi, fresh = _interval_and_fresh_time(sub, iota[idx], terms)
+        out[idx] = np.maximum(sub.weight * (fresh - np.exp(-sub.alpha * iota[idx]) * psi), 0.0)
     return out
+
+
+def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> FloatArray:
+    """V/W for ι < β (no signal can have shifted τeff yet), shape (n,).
+
+    V/W = e^{−Dι}·(expm1(Dι)/D − expm1(γι)/γ) = e^{−Dι}·Σ_{k≥1} (D^k − γ^k)ι^{k+1}/(k+1)!
+    with D = α + γ and D^k − γ^k = α·P_k, P_1 = 1, P_{k+1} = D·P_k + γ^k: every
+    term is positive, so there is no cancellation.  Valid for Dι ≤ 2.
+    """
+    total = alpha + gamma
+    acc = np.zeros(iota.shape)
+    p_k = np.ones(iota.shape)  # P_k
+    gamma_k = gamma.copy()  # γ^k
+    coef = iota * iota / 2.0  # ι^{k+1}/(k+1)!
+    for k in range(1, _SERIES_TERMS + 1):
+        acc += coef * p_k
+        p_k = total * p_k + gamma_k
+        gamma_k = gamma_k * gamma
+        coef = coef * iota / (k + 2)
+    return np.asarray(np.exp(-total * iota) * alpha * acc, dtype=np.float64)
 
 
 def crawl_value(params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None) -> FloatArray:
@@ -488,5 +519,7 @@ def _invert(model: _Model, lam: FloatArray, terms: int | None) -> FloatArray:
             args=(np.arange(todo.size, dtype=np.float64),),
             tolerances={"xatol": 1e-13, "xrtol": 0.0, "fatol": 0.0, "frtol": 0.0},
         )
-        result[todo] = np.exp(res.x)
+        # A bracket whose end already sits at Λ within rounding can fail to
+        # converge; its lower end is then the answer to double precision.
+        result[todo] = np.where(np.isfinite(res.x), np.exp(res.x), lo[todo])
     return result
