@@ -75,7 +75,7 @@ class UrlParams:
     ...                      false_signal_rate=0.25)
     >>> p.signal_rate.tolist()
     [0.5, 0.75]
-    >>> [round(x, 4) for x in p.precision]
+    >>> p.precision.round(4).tolist()
     [0.5, 0.6667]
     """
 

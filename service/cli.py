@@ -9,12 +9,19 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.sim import World, WorldSpec
 from service.client import CrawlschedClient
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
 from service.loadgen.runner import LoadgenOptions, run_loadgen
-from service.loadgen.worldfile import default_spec_toml, load_spec, read_trace, write_trace
+from service.loadgen.worldfile import (
+    TraceError,
+    default_spec_toml,
+    load_spec,
+    read_trace,
+    write_trace,
+)
 
 __all__ = ["app", "main"]
 
@@ -107,19 +114,32 @@ def demo(
     wall_seconds: Annotated[
         float, typer.Option("--wall-seconds", min=5, help="wall time the world replays in")
     ] = 60.0,
+    max_revisit_days: Annotated[
+        float | None,
+        typer.Option(
+            "--max-revisit-days",
+            min=0.001,
+            help="the service's revisit cap (default: the run's length, i.e. none, as BASELINE)",
+        ),
+    ] = None,
 ) -> None:
     """Start the service on the in-memory store and run the load generator against it."""
     w = _world(world, seed, no_signals, trace_in)
     if trace_out is not None:
         write_trace(w, trace_out)
     speed = w.duration_s / wall_seconds
+    cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * 86_400.0
     env = {
         "CRAWLSCHED_STORE": "memory",
         "CRAWLSCHED_CLOCK": "accelerated",
         "CRAWLSCHED_CLOCK_SPEED": repr(speed),
         "CRAWLSCHED_LEASE_TTL_S": repr(30.0 * speed),
+        "CRAWLSCHED_MAX_REVISIT_S": repr(cap_s),
     }
-    console.print(f"serving on an accelerated clock: {speed:.0f} simulated s per wall s")
+    console.print(
+        f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
+        f"revisit cap {cap_s / 86_400.0:g} days"
+    )
     with served_app(env) as base_url:
         report = asyncio.run(_drive(base_url, w, workers))
     _finish(report, json_path)
@@ -131,6 +151,27 @@ def world_cmd() -> None:
     typer.echo(default_spec_toml())
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``crawlsched`` console script."""
-    app(args=argv, prog_name="crawlsched")
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``crawlsched`` console script; returns the exit code.
+
+    Bad world specs and traces end with a one-line error (exit code 2), not a
+    traceback.
+    """
+    try:
+        app(args=argv, prog_name="crawlsched", standalone_mode=False)
+    except typer.Exit as done:
+        return int(done.exit_code)
+    except typer.TyperException as exc:  # usage errors: bad option values, unknown options
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            console.print(f"error: {exc.format_message()}", highlight=False)
+        return int(exc.exit_code)
+    except typer.Abort:
+        console.print("aborted")
+        return 130
+    except (TraceError, ParameterError) as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return 2
+    return 0

@@ -8,9 +8,19 @@ from service.errors import InvalidInput
 from service.scheduler.context import Context
 from service.scheduler.scoring import values_at
 from service.schemas import LeaseOut, NextOut
-from service.store.base import DispatchObservation
+from service.store.base import DispatchObservation, UrlState
 
 __all__ = ["next_urls"]
+
+
+def _due_by_revisit_cap(state: UrlState, max_revisit_s: float) -> bool:
+    """The URL went out because of the revisit cap, not its value: it says nothing of λ."""
+    if state.last_crawl_at is None:
+        return False
+    beta, n = state.signal_time_equivalent_s, state.signals_since_crawl
+    if n and math.isinf(beta):
+        return False
+    return state.threshold_s - (beta * n if n else 0.0) > max_revisit_s
 
 
 async def next_urls(ctx: Context, n: int) -> NextOut:
@@ -19,7 +29,8 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
     values to decisions"); with ``dispatch_ahead`` the rest of the capacity goes to
     the URLs due soonest (below threshold, which pulls λ₀ down).  The values at
-    dispatch feed the λ₀ / λ_h estimates.
+    dispatch feed the λ₀ / λ_h estimates, except those of URLs due only by the
+    revisit cap (their value is below any threshold by construction).
 
     Raises
     ------
@@ -37,6 +48,7 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
         [
             DispatchObservation(g.state.host, math.log(v) if v > 0 else -math.inf, g.gated)
             for g, v in zip(grants, values, strict=True)
+            if not _due_by_revisit_cap(g.state, s.max_revisit_s)
         ],
         ctx.tracker,
     )

@@ -1,0 +1,30 @@
+"""Simulated webs for the load generator and the experiments.
+
+``spec`` describes a world (distributions, budget, duration), ``world`` draws
+it and its events (changes, clicks, signals), ``evaluate`` scores a crawl
+schedule against it.
+"""
+
+from scheduler_core.sim.evaluate import (
+    FreshnessReport,
+    round_robin_freshness,
+    round_robin_schedule,
+    schedule_freshness,
+)
+from scheduler_core.sim.spec import Dist, WorldSpec
+from scheduler_core.sim.world import CHANGE, CLICK, DAY_S, SIGNAL, EventLog, World
+
+__all__ = [
+    "CHANGE",
+    "CLICK",
+    "DAY_S",
+    "SIGNAL",
+    "Dist",
+    "EventLog",
+    "FreshnessReport",
+    "World",
+    "WorldSpec",
+    "round_robin_freshness",
+    "round_robin_schedule",
+    "schedule_freshness",
+]
