@@ -209,15 +209,19 @@ class World:
         """
         keys, _, _ = self._changes
         u = np.asarray(url, dtype=np.float64)
-        lo = np.searchsorted(keys, u + np.asarray(t0) / self._scale, side="right")
-        hi = np.searchsorted(keys, u + np.asarray(t1) / self._scale, side="right")
+        lo = np.searchsorted(keys, u + self._clip(t0) / self._scale, side="right")
+        hi = np.searchsorted(keys, u + self._clip(t1) / self._scale, side="right")
         return np.asarray(hi > lo)
+
+    def _clip(self, t: ArrayLike) -> FloatArray:
+        """Times clipped to [0, duration]: no change happens outside, keys stay in-URL."""
+        return np.clip(np.asarray(t, dtype=np.float64), 0.0, self.duration_s)
 
     def first_change_after(self, url: ArrayLike, t: ArrayLike) -> FloatArray:
         """Time of URL ``url[j]``'s first change after ``t[j]`` (s, ``inf`` if none), (k,)."""
         keys, times, offsets = self._changes
         u = np.asarray(url, dtype=np.int64)
-        j = np.searchsorted(keys, u + np.asarray(t) / self._scale, side="right")
+        j = np.searchsorted(keys, u + self._clip(t) / self._scale, side="right")
         found = j < offsets[u + 1]
         picked = times[np.minimum(j, times.size - 1)] if times.size else np.zeros(u.shape)
         return np.asarray(np.where(found, picked, np.inf), dtype=np.float64)
