@@ -231,7 +231,8 @@ def _value(model: _Model, iota: FloatArray, terms: int | None) -> FloatArray:
     rest = live & ~inf & ~model.greedy
     # Before the first possible signal shift (ι < β) and for small (Δ+ν)ι the
     # difference w − e^{−αι}ψ cancels; a series of positive terms is exact there.
-    short = rest & (iota < model.beta) & (model.total_rate * iota <= _SERIES_MAX)
+    with np.errstate(invalid="ignore"):  # 0·∞ where ι = ∞; those rows are not `rest`
+        short = rest & (iota < model.beta) & (model.total_rate * iota <= _SERIES_MAX)
     idx = np.flatnonzero(short)
     if idx.size:
         sub = model.take(idx)

@@ -2,8 +2,8 @@
 
 *Click-weighted freshness* (paper 004's accuracy, Han et al.'s click-weighted
 freshness) is the share of clicks after the warm-up that found a fresh copy:
-no change of the URL between its last crawl at or before the click and the
-click.  Every URL counts as fetched at time 0.  The time-weighted variant is
+no change of the URL in (its last crawl at or before the click, the click].
+Every URL counts as fetched at time 0.  The time-weighted variant is
 Σ_i W_i·(time URL i was fresh) / (ΣW · measured span), computed exactly from
 the change and crawl times.
 """
@@ -22,6 +22,10 @@ from scheduler_core.sim.world import CLICK, IntArray, World
 
 __all__ = ["FreshnessReport", "round_robin_freshness", "round_robin_schedule", "schedule_freshness"]
 
+# Tie order of the merged (url, time) sequence: a change at the time of a crawl
+# is fetched by it, a crawl at the time of a click serves it.
+_BY_CHANGE, _BY_CRAWL, _BY_CLICK = 0, 1, 2
+
 
 @dataclass(frozen=True, slots=True)
 class FreshnessReport:
@@ -30,15 +34,15 @@ class FreshnessReport:
     Attributes
     ----------
     click_weighted : float
-        Share of clicks after the warm-up that saw a fresh copy (nan if none).
+        Share of clicks in [warm-up, duration) that saw a fresh copy (nan if none).
     clicks : int
         Number of those clicks.
     click_stderr : float
-        Binomial standard error √(p(1−p)/n) of ``click_weighted``.
+        Binomial standard error √(p(1−p)/n) of ``click_weighted`` (nan if no clicks).
     time_weighted : float
-        W-weighted share of time fresh over [warm-up, duration).
+        W-weighted share of time fresh over [warm-up, duration) (nan if ΣW = 0).
     crawls : int
-        Crawls in the schedule.
+        Crawls in the schedule (not counting the fetch of every URL at time 0).
     """
 
     click_weighted: float
@@ -51,7 +55,24 @@ class FreshnessReport:
 def schedule_freshness(
     world: World, crawl_url: ArrayLike, crawl_time: ArrayLike
 ) -> FreshnessReport:
-    """Score the crawls ``crawl_url`` (c,) int at ``crawl_time`` (c,) s against ``world``.
+    """Score the crawls ``crawl_url`` at ``crawl_time`` against ``world``.
+
+    A click on URL i at time t is fresh iff i did not change in (last crawl of
+    i at or before t, t]; every URL counts as crawled at time 0.  Exact (integer
+    time ranks, no rounding) and vectorised: one sort of the changes, crawls and
+    clicks, packed as integers.
+
+    Parameters
+    ----------
+    world : World
+    crawl_url : array_like of int, shape (c,)
+        URL index of each crawl, in any order.
+    crawl_time : array_like of float, shape (c,)
+        Time of each crawl, s, in [0, duration].
+
+    Returns
+    -------
+    FreshnessReport
 
     Raises
     ------
@@ -61,69 +82,103 @@ def schedule_freshness(
 
     References
     ----------
-    Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness).
+    Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness);
+    ``MATH.md``, "Quantities" (objective).
     """
     url = np.asarray(crawl_url, dtype=np.int64)
     time = np.asarray(crawl_time, dtype=np.float64)
     m = len(world.urls)
     if url.shape != time.shape or url.ndim != 1:
-        raise ParameterError("crawl_url and crawl_time must be (c,) arrays of one length")
+        raise ParameterError("`crawl_url` and `crawl_time` must be (c,) arrays of one length")
     if url.size and (url.min() < 0 or url.max() >= m):
-        raise ParameterError("crawl_url must index the world's URLs")
-    if time.size and (
-        not np.isfinite(time).all() or time.min() < 0 or time.max() > world.duration_s
-    ):
-        raise ParameterError("crawl_time must lie in [0, duration]")
-    # Every URL is fetched at 0; crawls sorted by (URL, time).
+        raise ParameterError("`crawl_url` must index the world's URLs")
+    if time.size and not (np.isfinite(time).all() and 0 <= time.min() <= time.max()):
+        raise ParameterError("`crawl_time` must lie in [0, duration]")
+    if time.size and time.max() > world.duration_s:
+        raise ParameterError("`crawl_time` must lie in [0, duration]")
     all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
     all_time = np.concatenate([np.zeros(m), time])
-    order = np.lexsort((all_time, all_url))
-    all_url, all_time = all_url[order], all_time[order]
-    scale = world.duration_s * (1.0 + 1e-9) + 1.0
-    keys = all_url + all_time / scale
 
-    log = world.events()
-    clicks = (log.kind == CLICK) & (log.time >= world.warmup_s)
-    c_url, c_time = log.url[clicks], log.time[clicks]
-    last = np.searchsorted(keys, c_url + c_time / scale, side="right") - 1
-    fresh = ~world.changed_between(c_url, all_time[last], c_time)
-    n = int(fresh.size)
-    p = float(fresh.mean()) if n else math.nan
-    stderr = math.sqrt(p * (1 - p) / n) if n else math.nan
+    fresh, clicks = _fresh_clicks(world, all_url, all_time)
+    p = fresh / clicks if clicks else math.nan
+    stderr = math.sqrt(p * (1.0 - p) / clicks) if clicks else math.nan
     return FreshnessReport(
         click_weighted=p,
-        clicks=n,
+        clicks=clicks,
         click_stderr=stderr,
         time_weighted=_time_weighted(world, all_url, all_time),
         crawls=int(url.size),
     )
 
 
+def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> tuple[int, int]:
+    """(fresh clicks, clicks) in [warm-up, duration); crawls include the fetches at 0.
+
+    Changes, crawls and clicks become integers ``((url·stride + rank)·4 + tie)``;
+    after one sort, a click is fresh iff the last change-or-crawl before it is a
+    crawl (the fetch at 0 opens every URL's run).
+    """
+    log, index = world.events(), world.change_index
+    start = int(np.searchsorted(log.time, world.warmup_s, side="left"))
+    click_pos = start + np.flatnonzero(log.kind[start:] == CLICK)
+    if not click_pos.size:
+        return 0, 0
+    stride = index.stride
+    keys = np.concatenate(
+        [
+            index.keys * 4 + _BY_CHANGE,
+            (crawl_url * stride + world.time_rank(crawl_time)) * 4 + _BY_CRAWL,
+            (log.url[click_pos] * stride + world.event_rank(click_pos)) * 4 + _BY_CLICK,
+        ]
+    )
+    keys.sort()
+    tie = keys & 3
+    del keys
+    resets = tie != _BY_CLICK
+    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
+    fresh = int(np.count_nonzero(tie[last_reset[~resets]] == _BY_CRAWL))
+    return fresh, int(click_pos.size)
+
+
 def _time_weighted(world: World, url: IntArray, time: FloatArray) -> float:
-    """Σ_i W_i·fresh time_i / (ΣW·span) over [warm-up, duration); crawls sorted by (url, time)."""
+    """Σ_i W_i·fresh time_i / (ΣW·span) over [warm-up, duration).
+
+    A copy fetched at t is fresh until the URL's first change after t or its next
+    crawl, whichever comes first.
+    """
+    order = np.lexsort((time, url))
+    url, time = url[order], time[order]
     t_end = world.duration_s
     nxt = np.empty_like(time)
     nxt[:-1] = time[1:]
     last_of_url = np.ones(url.size, dtype=bool)
     last_of_url[:-1] = url[1:] != url[:-1]
     nxt[last_of_url] = t_end
-    first_change = world.first_change_after(url, time)
-    stale_at = np.minimum(first_change, nxt)
+    stale_at = np.minimum(world.first_change_after(url, time), nxt)
     fresh = np.clip(stale_at, world.warmup_s, t_end) - np.clip(time, world.warmup_s, t_end)
     per_url = np.bincount(url, weights=np.maximum(fresh, 0.0), minlength=len(world.urls))
     w = world.params.weight
+    total = float(w.sum())
     span = t_end - world.warmup_s
-    return float(w @ per_url / (w.sum() * span)) if w.sum() > 0 else math.nan
+    return float(w @ per_url) / (total * span) if total > 0 else math.nan
 
 
 def round_robin_schedule(world: World) -> tuple[IntArray, FloatArray]:
-    """Uniform round-robin at the world's budget: crawl k at (k+1)/R of URL k mod m.
+    """Uniform round-robin at the world's budget R: crawl k at (k+1)/R of URL k mod m.
 
-    Returns ``(crawl_url, crawl_time)``, shapes (c,), c = ⌊R·duration⌋ (minus
-    one if the last falls at the end).  Politeness is not modelled.
+    Returns
+    -------
+    crawl_url : ndarray of int64, shape (c,)
+    crawl_time : ndarray of float64, shape (c,)
+        Times in (0, duration), s; c = ⌈R·duration⌉ − 1 (crawls before the end).
+
+    Notes
+    -----
+    Politeness is not modelled: the uniform policy of paper 004 §6 and Azar et
+    al.'s baseline.
     """
     rate = world.budget_per_s
-    count = int(math.floor(rate * world.duration_s))
+    count = int(math.ceil(rate * world.duration_s))
     k = np.arange(count, dtype=np.int64)
     t = (k + 1) / rate
     keep = t < world.duration_s
@@ -131,5 +186,5 @@ def round_robin_schedule(world: World) -> tuple[IntArray, FloatArray]:
 
 
 def round_robin_freshness(world: World) -> FreshnessReport:
-    """:func:`schedule_freshness` of :func:`round_robin_schedule`."""
+    """:func:`schedule_freshness` of :func:`round_robin_schedule` on ``world``."""
     return schedule_freshness(world, *round_robin_schedule(world))

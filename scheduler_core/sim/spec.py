@@ -8,7 +8,7 @@ change rate), scaled to days, with URLs spread over hosts by a Zipf law.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,17 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "lognormal": ("median", "sigma"),
     "poisson": ("mean",),
     "zipf": ("s",),
+}
+
+#: What each kind's parameters must satisfy.
+_RULES: dict[str, tuple[str, Callable[[dict[str, float]], bool]]] = {
+    "const": ("value >= 0", lambda p: p["value"] >= 0),
+    "uniform": ("0 <= low <= high", lambda p: 0 <= p["low"] <= p["high"]),
+    "beta": ("a > 0 and b > 0", lambda p: p["a"] > 0 and p["b"] > 0),
+    "exponential": ("mean >= 0", lambda p: p["mean"] >= 0),
+    "lognormal": ("median > 0 and sigma >= 0", lambda p: p["median"] > 0 and p["sigma"] >= 0),
+    "poisson": ("mean >= 0", lambda p: p["mean"] >= 0),
+    "zipf": ("s >= 0", lambda p: p["s"] >= 0),
 }
 
 
@@ -64,29 +75,25 @@ class Dist:
             raise ParameterError(f"distribution {kind!r} takes {list(names)}, got {sorted(params)}")
         values = {}
         for name in names:
-            try:
-                values[name] = float(params[name])
-            except (TypeError, ValueError):
-                raise ParameterError(f"{kind}.{name} must be a number") from None
+            value = params[name]
+            if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+                raise ParameterError(f"{kind}.{name} must be a number, got {value!r}")
+            values[name] = float(value)
             if not np.isfinite(values[name]):
                 raise ParameterError(f"{kind}.{name} must be finite")
-        dist = cls(kind, tuple((n, values[n]) for n in names))
-        dist._validate()
-        return dist
+        return cls(kind, tuple((n, values[n]) for n in names))
 
-    def _validate(self) -> None:
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ParameterError(
+                f"unknown distribution kind {self.kind!r}; one of {sorted(_KINDS)}"
+            )
+        if tuple(name for name, _ in self.params) != _KINDS[self.kind]:
+            raise ParameterError(f"distribution {self.kind!r} takes {list(_KINDS[self.kind])}")
         p = dict(self.params)
-        bad = {
-            "const": p.get("value", 0.0) < 0,
-            "uniform": not 0 <= p.get("low", 0.0) <= p.get("high", 0.0),
-            "beta": min(p.get("a", 1.0), p.get("b", 1.0)) <= 0,
-            "exponential": p.get("mean", 1.0) < 0,
-            "lognormal": p.get("median", 1.0) <= 0 or p.get("sigma", 0.0) < 0,
-            "poisson": p.get("mean", 1.0) < 0,
-            "zipf": p.get("s", 0.0) < 0,
-        }[self.kind]
-        if bad:
-            raise ParameterError(f"invalid {self.kind} parameters {p} (values must be >= 0)")
+        rule, ok = _RULES[self.kind]
+        if not ok(p):
+            raise ParameterError(f"invalid {self.kind} parameters {p}: need {rule}")
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | float) -> Dist:
@@ -97,7 +104,7 @@ class Dist:
         ParameterError
             As :meth:`of`, or if ``kind`` is missing.
         """
-        if isinstance(data, int | float):
+        if isinstance(data, int | float) and not isinstance(data, bool):
             return cls.of("const", value=float(data))
         if not isinstance(data, Mapping) or "kind" not in data:
             raise ParameterError(f"a distribution needs a 'kind', got {data!r}")
@@ -126,7 +133,17 @@ class Dist:
         raise ParameterError("a zipf distribution has no mean here")
 
     def sample(self, rng: np.random.Generator, n: int) -> FloatArray:
-        """``n`` independent draws, shape (n,), float64.
+        """``n`` independent draws from ``rng``.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+        n : int
+            Number of draws.
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
 
         Raises
         ------
@@ -173,35 +190,52 @@ def _d(kind: str, **params: float) -> Any:
 class WorldSpec:
     """A simulated web: sizes, parameter distributions, budget and duration.
 
+    Build directly (keyword arguments), from a JSON/TOML mapping with
+    :meth:`from_mapping`, or from another spec with :meth:`replace`.  Defaults
+    follow paper 004 §6.1, scaled to days.
+
     Attributes
     ----------
-    urls, hosts : int
-        Number of URLs m and hosts H (1 ≤ H ≤ m).
-    host_size : Dist
-        How URLs spread over hosts: ``zipf(s)`` (host j ∝ 1/(j+1)^s) or ``const``
-        (equal); every host gets at least one URL.
-    weight_per_day : Dist
+    urls : int, default 1000
+        Number of URLs m (≥ 1).
+    hosts : int, default 50
+        Number of hosts H (1 ≤ H ≤ m).
+    host_size : Dist, default zipf(s=1)
+        How URLs spread over hosts: ``zipf(s)`` (host h gets a share ∝
+        1/(h+1)^s) or ``const`` (equal); every host gets at least one URL.
+    weight_per_day : Dist, default uniform(0, 2)
         Importance W, clicks per day per URL.
-    change_rate_per_day : Dist
+    change_rate_per_day : Dist, default uniform(0, 1)
         Δ, changes per day per URL.
-    recall : Dist
-        Share of changes announced by a change-indicating signal, in [0, 1].
-    false_signal_rate : Dist
-        ν in units of the world's mean change rate (ν_i = draw × mean Δ).
-    signal_delay_s : Dist
-        Delay of each signal after the change it announces, seconds.
-    crawl_delay_s : Dist
+    recall : Dist, default beta(0.25, 0.25)
+        Share of changes announced by a change-indicating signal (draws are
+        clipped to [0, 1]).
+    false_signal_rate : Dist, default uniform(0.1, 0.6)
+        ν in units of the world's mean change rate: ν_i = draw × mean(Δ).
+    signal_delay_s : Dist, default const(0)
+        Delay of each signal after the change it announces, s (one draw per signal).
+    crawl_delay_s : Dist, default const(60)
         Politeness per host: minimum seconds between two fetches on a host.
-    budget_per_day : float
-        R, crawls per day for the whole world.
-    duration_days : float
-        Simulated time.
-    warmup_fraction : float
+    budget_per_day : float, default 100
+        R, crawls per day for the whole world (> 0).
+    duration_days : float, default 200
+        Simulated time, days (> 0).
+    warmup_fraction : float, default 0.1
         Share of the run before freshness is measured, in [0, 1).
-    seed : int
-        Seed of every random draw.
-    signals : bool
-        False: no change-indicating signals at all (recall = ν = 0).
+    seed : int, default 0
+        Seed of every random draw (≥ 0).
+    signals : bool, default True
+        False: no change-indicating signals at all (recall = ν = 0, no signal events).
+
+    Raises
+    ------
+    ParameterError
+        On construction, if a value lies outside the ranges above or a
+        distribution does not fit its field (zipf is for ``host_size`` only).
+
+    References
+    ----------
+    Paper 004 §6.1 (synthetic setup); ``MATH.md``, "Quantities".
     """
 
     urls: int = 1000
@@ -228,6 +262,8 @@ class WorldSpec:
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise ParameterError(f"`{name}` must be finite and > 0")
+        if self.seed < 0:
+            raise ParameterError("`seed` must be >= 0")
         if not 0 <= self.warmup_fraction < 1:
             raise ParameterError("`warmup_fraction` must lie in [0, 1)")
         if self.host_size.kind not in ("zipf", "const"):
@@ -279,7 +315,15 @@ class WorldSpec:
         return out
 
     def replace(self, **changes: Any) -> WorldSpec:
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed, e.g. ``spec.replace(seed=3)``.
+
+        Raises
+        ------
+        ParameterError
+            If the result is invalid.
+        TypeError
+            On an unknown field name.
+        """
         return dataclasses.replace(self, **changes)
 
 
