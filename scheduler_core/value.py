@@ -265,6 +265,18 @@ def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> Floa
     return np.asarray(np.exp(-total * iota) * alpha * acc, dtype=np.float64)
 
 
+def _sums_at(
+    params: UrlParams, threshold: ArrayLike, terms: int | None
+) -> tuple[_Model, FloatArray, np.ndarray, FloatArray, FloatArray]:
+    """Validate and evaluate: (model, ι, finite mask, ψ, w); ψ and w hold 0 where ι = ∞."""
+    _check_terms(terms)
+    model = _Model.of(params)
+    iota = _thresholds(params, threshold)
+    finite = np.isfinite(iota)
+    psi, fresh = _interval_and_fresh_time(model, np.where(finite, iota, 0.0), terms)
+    return model, iota, finite, psi, fresh
+
+
 def crawl_value(params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None) -> FloatArray:
     """Crawl value V(τeff) of ``m`` URLs (GREEDY, GREEDY-CIS, GREEDY-NCIS).
 
@@ -321,11 +333,7 @@ def crawl_value_derivative(
     ----------
     ``MATH.md``, "Crawl value"; paper 004, App. A.
     """
-    _check_terms(terms)
-    model = _Model.of(params)
-    iota = _thresholds(params, tau_eff)
-    finite = np.isfinite(iota)
-    psi, _ = _interval_and_fresh_time(model, np.where(finite, iota, 0.0), terms)
+    model, iota, finite, psi, _ = _sums_at(params, tau_eff, terms)
     out = model.weight * model.alpha * np.exp(-model.alpha * iota) * psi
     return np.where(finite & ~model.inert, out, 0.0)
 
@@ -346,10 +354,7 @@ def expected_interval(
     ----------
     ``MATH.md``, "Crawl value"; paper 004, App. A.
     """
-    _check_terms(terms)
-    iota = _thresholds(params, threshold)
-    finite = np.isfinite(iota)
-    psi, _ = _interval_and_fresh_time(_Model.of(params), np.where(finite, iota, 0.0), terms)
+    _, _, finite, psi, _ = _sums_at(params, threshold, terms)
     return np.where(finite, psi, np.inf)
 
 
@@ -369,11 +374,7 @@ def expected_fresh_time(
     ----------
     ``MATH.md``, "Crawl value"; paper 004, App. A.
     """
-    _check_terms(terms)
-    model = _Model.of(params)
-    iota = _thresholds(params, threshold)
-    finite = np.isfinite(iota)
-    _, fresh = _interval_and_fresh_time(model, np.where(finite, iota, 0.0), terms)
+    model, _, finite, _, fresh = _sums_at(params, threshold, terms)
     d = model.change_rate
     with np.errstate(divide="ignore"):
         limit = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), np.inf)

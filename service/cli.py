@@ -49,9 +49,21 @@ TraceInOpt = Annotated[
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="concurrent worker tasks")]
 
 
-def _world(world: Path | None, seed: int | None, no_signals: bool, trace_in: Path | None) -> World:
-    if trace_in is not None:
-        return read_trace(trace_in)
+def _world(
+    world: Path | None,
+    seed: int | None,
+    no_signals: bool,
+    trace_in: Path | None,
+    trace_out: Path | None,
+) -> World:
+    """The world to replay: a trace, or a spec (default if none) drawn; optionally recorded."""
+    w = _draw(world, seed, no_signals) if trace_in is None else read_trace(trace_in)
+    if trace_out is not None:
+        write_trace(w, trace_out)
+    return w
+
+
+def _draw(world: Path | None, seed: int | None, no_signals: bool) -> World:
     spec = load_spec(world) if world is not None else WorldSpec()
     if seed is not None:
         spec = spec.replace(seed=seed)
@@ -96,9 +108,7 @@ def loadgen(
     workers: WorkersOpt = 4,
 ) -> None:
     """Replay a simulated web against a running service (accelerated clock) and score it."""
-    w = _world(world, seed, no_signals, trace_in)
-    if trace_out is not None:
-        write_trace(w, trace_out)
+    w = _world(world, seed, no_signals, trace_in, trace_out)
     _finish(asyncio.run(_drive(url, w, workers)), json_path)
 
 
@@ -124,9 +134,7 @@ def demo(
     ] = None,
 ) -> None:
     """Start the service on the in-memory store and run the load generator against it."""
-    w = _world(world, seed, no_signals, trace_in)
-    if trace_out is not None:
-        write_trace(w, trace_out)
+    w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
     cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * 86_400.0
     env = {
