@@ -36,7 +36,7 @@ class TrackerConfig:
         the rate is applied (> 0).
     """
 
-    window: float = 256.0
+    window: float = 64.0
     clip: float = 2.0
 
     def __post_init__(self) -> None:

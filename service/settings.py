@@ -57,7 +57,7 @@ class Settings(BaseSettings):
         None, ge=1, description="NCIS-APPROX-J: cut the value sums after J terms (None: exact)"
     )
 
-    lambda_window: float = Field(256.0, ge=1, description="dispatches in the λ estimate window")
+    lambda_window: float = Field(64.0, ge=1, description="dispatches in the λ estimate window")
     lambda_clip: float = Field(2.0, gt=0, description="largest log step of one observation")
     initial_lambda0: float | None = Field(None, gt=0, description="λ₀ before any dispatch")
     rescore_tolerance: float = Field(
