@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -95,23 +96,12 @@ def test_never_crawling_is_stale_after_the_first_change(world: World) -> None:
     assert report.click_weighted == pytest.approx(brute_click_freshness(world, none, np.empty(0)))
 
 
-def _one_url(changes: list[float], clicks: list[float], warmup: float = 0.0) -> World:
-    events = EventLog.merge(
+def _log(changes: list[float], clicks: list[float]) -> EventLog:
+    return EventLog.merge(
         [
             (np.array(changes), CHANGE, np.zeros(len(changes), np.int64)),
             (np.array(clicks), CLICK, np.zeros(len(clicks), np.int64)),
         ]
-    )
-    return World.from_arrays(
-        ["https://a.example/"],
-        ["a.example"],
-        [0],
-        UrlParams.create(1.0, 1.0),
-        [0.0],
-        1.0,
-        100.0,
-        warmup,
-        events=events,
     )
 
 
@@ -126,20 +116,22 @@ def _one_url(changes: list[float], clicks: list[float], warmup: float = 0.0) -> 
         ([10.001], False),
     ],
 )
-def test_ties_and_near_ties(crawls: list[float], fresh: bool) -> None:
-    world = _one_url(changes=[5.0], clicks=[10.0])
+def test_ties_and_near_ties(
+    crawls: list[float], fresh: bool, one_url_world: Callable[..., World]
+) -> None:
+    world = one_url_world(_log([5.0], [10.0]))
     report = schedule_freshness(world, np.zeros(len(crawls), np.int64), np.array(crawls))
     assert report.clicks == 1 and report.click_weighted == float(fresh)
 
 
-def test_change_at_the_click_time_makes_it_stale() -> None:
-    world = _one_url(changes=[10.0], clicks=[10.0])
+def test_change_at_the_click_time_makes_it_stale(one_url_world: Callable[..., World]) -> None:
+    world = one_url_world(_log([10.0], [10.0]))
     assert schedule_freshness(world, [0], [9.0]).click_weighted == 0.0
     assert schedule_freshness(world, [0], [10.0]).click_weighted == 1.0
 
 
-def test_only_clicks_after_the_warm_up_count() -> None:
-    world = _one_url(changes=[5.0], clicks=[1.0, 2.0, 50.0, 60.0], warmup=20.0)
+def test_only_clicks_after_the_warm_up_count(one_url_world: Callable[..., World]) -> None:
+    world = one_url_world(_log([5.0], [1.0, 2.0, 50.0, 60.0]), warmup=20.0)
     report = schedule_freshness(world, [0], [55.0])
     assert report.clicks == 2 and report.click_weighted == 0.5
     # fresh over [20, 100): stale until the crawl at 55, fresh after it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -204,20 +205,6 @@ def test_default_world_size() -> None:
     assert 2e5 < len(World.generate(WorldSpec()).events()) < 6e5
 
 
-def _small_world(events: EventLog, duration: float = 100.0) -> World:
-    return World.from_arrays(
-        ["https://a.example/"],
-        ["a.example"],
-        [0],
-        UrlParams.create(1.0, 1.0),
-        [0.0],
-        1.0,
-        duration,
-        0.0,
-        events=events,
-    )
-
-
 @pytest.mark.parametrize(
     ("time_", "kind", "url", "message"),
     [
@@ -229,11 +216,15 @@ def _small_world(events: EventLog, duration: float = 100.0) -> World:
     ],
 )
 def test_world_rejects_bad_events(
-    time_: list[float], kind: list[int], url: list[int], message: str
+    time_: list[float],
+    kind: list[int],
+    url: list[int],
+    message: str,
+    one_url_world: Callable[..., World],
 ) -> None:
     log = EventLog(np.array(time_), np.array(kind, np.int8), np.array(url, np.int64))
     with pytest.raises(ParameterError, match=message):
-        _small_world(log)
+        one_url_world(log)
 
 
 def test_from_arrays_takes_one_kind_of_events() -> None:
