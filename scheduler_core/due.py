@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["due_time"]
+__all__ = ["due_time", "value_due_time"]
 
 
 def due_time(
@@ -58,11 +58,39 @@ def due_time(
     """
     if last_crawl_at is None:
         return registered_at
-    cap = last_crawl_at + max_revisit_s
+    uncapped = value_due_time(
+        last_crawl_at=last_crawl_at,
+        threshold_s=threshold_s,
+        signal_time_equivalent_s=signal_time_equivalent_s,
+        signals_since_crawl=signals_since_crawl,
+        last_signal_at=last_signal_at,
+    )
+    return min(uncapped, last_crawl_at + max_revisit_s)
+
+
+def value_due_time(
+    *,
+    last_crawl_at: float,
+    threshold_s: float,
+    signal_time_equivalent_s: float,
+    signals_since_crawl: int,
+    last_signal_at: float | None,
+) -> float:
+    """When a crawled URL's value reaches its threshold, ignoring the revisit cap (Unix s).
+
+    ``t_last + ι − β·n``; the latest signal's time when β = ∞ and n > 0; ``inf``
+    when ι = ∞.  Parameters as in :func:`due_time`.  A URL whose value due time
+    lies beyond ``t_last + max_revisit_s`` is due by the cap alone.
+
+    Examples
+    --------
+    >>> value_due_time(last_crawl_at=100.0, threshold_s=50.0, signal_time_equivalent_s=10.0,
+    ...                signals_since_crawl=2, last_signal_at=120.0)
+    130.0
+    """
     if math.isinf(threshold_s):
-        return cap
+        return math.inf
     if signals_since_crawl > 0 and math.isinf(signal_time_equivalent_s):
-        surely_stale_at = last_signal_at if last_signal_at is not None else last_crawl_at
-        return min(surely_stale_at, cap)
+        return last_signal_at if last_signal_at is not None else last_crawl_at
     shift = signal_time_equivalent_s * signals_since_crawl if signals_since_crawl else 0.0
-    return min(last_crawl_at + threshold_s - shift, cap)
+    return last_crawl_at + threshold_s - shift

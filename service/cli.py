@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from scheduler_core.errors import ParameterError
-from scheduler_core.sim import World, WorldSpec
+from scheduler_core.sim import DAY_S, World, WorldSpec
 from service.client import CrawlschedClient
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
@@ -136,7 +136,7 @@ def demo(
     """Start the service on the in-memory store and run the load generator against it."""
     w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
-    cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * 86_400.0
+    cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * DAY_S
     env = {
         "CRAWLSCHED_STORE": "memory",
         "CRAWLSCHED_CLOCK": "accelerated",
@@ -146,7 +146,7 @@ def demo(
     }
     console.print(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
-        f"revisit cap {cap_s / 86_400.0:g} days"
+        f"revisit cap {cap_s / DAY_S:g} days"
     )
     with served_app(env) as base_url:
         report = asyncio.run(_drive(base_url, w, workers))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from scheduler_core.due import value_due_time
 from service.errors import InvalidInput
 from service.scheduler.context import Context
 from service.scheduler.scoring import values_at
@@ -17,10 +18,14 @@ def _due_by_revisit_cap(state: UrlState, max_revisit_s: float) -> bool:
     """The URL went out because of the revisit cap, not its value: it says nothing of λ."""
     if state.last_crawl_at is None:
         return False
-    beta, n = state.signal_time_equivalent_s, state.signals_since_crawl
-    if n and math.isinf(beta):
-        return False
-    return state.threshold_s - (beta * n if n else 0.0) > max_revisit_s
+    value_due = value_due_time(
+        last_crawl_at=state.last_crawl_at,
+        threshold_s=state.threshold_s,
+        signal_time_equivalent_s=state.signal_time_equivalent_s,
+        signals_since_crawl=state.signals_since_crawl,
+        last_signal_at=state.last_signal_at,
+    )
+    return value_due > state.last_crawl_at + max_revisit_s
 
 
 async def next_urls(ctx: Context, n: int) -> NextOut:
