@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -19,8 +22,11 @@ from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings, get_settings
 from service.store.base import Store
 from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
 
-__all__ = ["build_clock", "build_store", "create_app"]
+__all__ = ["build_clock", "build_store", "create_app", "open_store"]
+
+log = logging.getLogger(__name__)
 
 
 def build_clock(settings: Settings) -> Clock:
@@ -32,23 +38,51 @@ def build_clock(settings: Settings) -> Clock:
     return SystemClock()
 
 
+def _store_options(settings: Settings) -> dict[str, Any]:
+    return {
+        "shards": settings.shards,
+        "default_crawl_delay_s": settings.default_crawl_delay_s,
+        "max_revisit_s": settings.max_revisit_s,
+        "lease_history": settings.lease_history,
+        "initial_lambda0": settings.initial_lambda0,
+    }
+
+
 def build_store(settings: Settings) -> Store:
-    """The store the settings ask for.
+    """The embedded store (``CRAWLSCHED_STORE=memory``).
 
     Raises
     ------
     ValueError
-        For a store URL this build cannot serve.
+        If the settings name another store (open it with :func:`open_store`).
+    """
+    if settings.store != "memory":
+        raise ValueError(f"store {settings.store!r} is opened with open_store")
+    return MemoryStore(**_store_options(settings))
+
+
+async def open_store(settings: Settings, *, wait_s: float = 30.0) -> Store:
+    """The store the settings ask for; a Redis store is connected, waiting up to
+    ``wait_s`` for Redis to come up.
+
+    Raises
+    ------
+    StoreUnavailable
+        If Redis does not answer within ``wait_s``.
+    ValueError
+        If the Redis data was written with another shard count.
     """
     if settings.store == "memory":
-        return MemoryStore(
-            shards=settings.shards,
-            default_crawl_delay_s=settings.default_crawl_delay_s,
-            max_revisit_s=settings.max_revisit_s,
-            lease_history=settings.lease_history,
-            initial_lambda0=settings.initial_lambda0,
-        )
-    raise ValueError(f"store {settings.store!r} is not available in this version")
+        return build_store(settings)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return await RedisStore.connect(settings.store, **_store_options(settings))
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("waiting for Redis at %s", settings.store)
+            await asyncio.sleep(0.5)
 
 
 def create_app(
@@ -64,15 +98,14 @@ def create_app(
         Override what the settings would build (tests).
     """
     settings = settings or get_settings()
-    context = Context(
-        store=store or build_store(settings),
-        clock=clock or build_clock(settings),
-        settings=settings,
-        metrics=Metrics(),
-    )
+    given = store or (build_store(settings) if settings.store == "memory" else None)
+    clock = clock or build_clock(settings)
+    metrics = Metrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = given or await open_store(settings)
+        context = app.state.context = Context(opened, clock, settings, metrics)
         task = asyncio.create_task(run_rescorer(context), name="rescorer")
         try:
             yield
@@ -83,7 +116,8 @@ def create_app(
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)
-    app.state.context = context
+    if given is not None:  # usable before startup too (ASGI transports in tests)
+        app.state.context = Context(given, clock, settings, metrics)
     for module in (urls, events, dispatch, ops):
         app.include_router(module.router)
 
@@ -98,6 +132,6 @@ def create_app(
 
     @app.exception_handler(StoreUnavailable)
     async def _unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=503)
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "1"})
 
     return app

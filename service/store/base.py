@@ -11,6 +11,7 @@ leases ordered by deadline.
 from __future__ import annotations
 
 import enum
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -30,7 +31,13 @@ __all__ = [
     "StoreStats",
     "UrlRecord",
     "UrlState",
+    "shard_of",
 ]
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Stable shard of a host (CRC-32 of its name), the same in every process."""
+    return zlib.crc32(host.encode()) % shards
 
 
 class EventStatus(enum.StrEnum):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import heapq
 import math
 import secrets
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
@@ -30,15 +29,11 @@ from service.store.base import (
     StoreStats,
     UrlRecord,
     UrlState,
+    shard_of,
 )
 from service.store.memory_records import Host, Lease, Shard, Url
 
-__all__ = ["MemoryStore", "shard_of"]
-
-
-def shard_of(host: str, shards: int) -> int:
-    """Stable shard of a host (CRC-32 of its name)."""
-    return zlib.crc32(host.encode()) % shards
+__all__ = ["MemoryStore"]
 
 
 class MemoryStore:

@@ -1,22 +1,55 @@
-"""The ``store`` fixture: one contract suite, every store implementation."""
+"""The ``store`` fixture: one contract suite, every store implementation.
+
+``redis`` and ``cluster`` run against private servers started for the session
+(a single ``redis-server``; a 3-master Redis Cluster); each test starts empty.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import redis
 
 from service.store.base import Store
 from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
+from service.store.redis.local import LocalCluster, LocalRedis
 
-STORES = ["memory"]
+STORES = ["memory", "redis", "cluster"]
+OPTIONS = {"shards": 4, "default_crawl_delay_s": 10.0, "max_revisit_s": 1e6}
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[LocalRedis]:
+    with LocalRedis() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    with LocalCluster(3) as cluster:
+        yield cluster
+
+
+def _flush(ports: list[int]) -> None:
+    for port in ports:
+        with redis.Redis(port=port) as client:
+            client.flushall()
 
 
 @pytest.fixture(params=STORES)
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    s: Store
     if request.param == "memory":
-        s: Store = MemoryStore(shards=4, default_crawl_delay_s=10.0, max_revisit_s=1e6)
-    else:  # pragma: no cover - new stores register here
-        raise AssertionError(request.param)
+        s = MemoryStore(**OPTIONS)  # type: ignore[arg-type]
+    elif request.param == "redis":
+        server: LocalRedis = request.getfixturevalue("redis_server")
+        _flush([server.port])
+        s = await RedisStore.connect(server.url, **OPTIONS)
+    else:
+        cluster: LocalCluster = request.getfixturevalue("redis_cluster")
+        _flush([n.port for n in cluster.nodes])
+        s = await RedisStore.connect(cluster.url, **OPTIONS)
     yield s
     await s.close()

@@ -1,0 +1,93 @@
+"""Every Redis key name of the store, and the compact URL key.
+
+All keys of shard ``n`` carry the hash tag ``{s<n>}``, so every script runs on one
+slot, on a single Redis and on a Redis Cluster alike; the global keys carry ``{g}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GlobalKeys", "ShardKeys", "expand_url", "url_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardKeys:
+    """The keys of one shard, in the order the scripts take them (``lib.lua``)."""
+
+    shard: int
+    prefix: str = "cs"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.prefix}:{{s{self.shard}}}:"
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        """KEYS of every shard script: meta, hosts, ready, leases, deadlines, finished,
+        then the prefixes of the per-host queue and URL keys."""
+        t = self.tag
+        return (
+            f"{t}meta", f"{t}hosts", f"{t}ready", f"{t}leases", f"{t}deadlines",
+            f"{t}finished", f"{t}queue:", f"{t}urls:",
+        )  # fmt: skip
+
+    @property
+    def hosts(self) -> str:
+        return f"{self.tag}hosts"
+
+    def queue(self, host: str) -> str:
+        """Zset of the host's unleased URL keys by due time."""
+        return f"{self.tag}queue:{host}"
+
+    def urls(self, host: str) -> str:
+        """Hash of the host's URL key -> packed URL record."""
+        return f"{self.tag}urls:{host}"
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalKeys:
+    """Keys shared by all shards."""
+
+    prefix: str = "cs"
+
+    @property
+    def multiplier(self) -> str:
+        """Hash: ``mean`` (ln λ₀) and ``count`` of the global budget multiplier."""
+        return f"{self.prefix}:{{g}}:lambda0"
+
+    @property
+    def meta(self) -> str:
+        """Hash: ``shards``, the shard count the data was written with."""
+        return f"{self.prefix}:{{g}}:meta"
+
+    @property
+    def rescorer(self) -> str:
+        """String: the API process currently rescoring (a lock with a TTL)."""
+        return f"{self.prefix}:{{g}}:rescorer"
+
+
+def url_key(url: str, host: str) -> str:
+    """The URL as stored under its host: the path part of an ``https://host/…`` URL
+    (a third of a typical URL's bytes), the whole URL otherwise.
+
+    Examples
+    --------
+    >>> url_key("https://a.example/p?q=1", "a.example")
+    '/p?q=1'
+    >>> url_key("http://a.example/p", "a.example")
+    'http://a.example/p'
+    """
+    head = f"https://{host}/"
+    return url[len(head) - 1 :] if url.startswith(head) else url
+
+
+def expand_url(key: str, host: str) -> str:
+    """Inverse of :func:`url_key`.
+
+    Examples
+    --------
+    >>> expand_url("/p?q=1", "a.example")
+    'https://a.example/p?q=1'
+    """
+    return f"https://{host}{key}" if key.startswith("/") else key

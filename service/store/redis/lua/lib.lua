@@ -1,0 +1,156 @@
+-- Prelude of every crawlsched script (prepended when the scripts are registered).
+--
+-- KEYS (built by service/store/redis/keys.py; all carry the shard's hash tag, so a
+-- script touches one slot):
+--   KEYS[1]  meta        hash   counters of the shard: urls, expired, lseq
+--   KEYS[2]  hosts       hash   host -> packed host record (HOST layout below)
+--   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix s
+--   KEYS[4]  leases      hash   lease seq -> packed lease record (LEASE layout below)
+--   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix s
+--   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
+--   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix s
+--   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> packed URL record
+-- The per-host keys are found while the script runs (which host is ready is the
+-- script's own answer), so they are passed as prefixes; they share the shard's
+-- hash tag and therefore the declared keys' slot.
+--
+-- Numbers come in as ARGV strings written by Python's repr (exact round trip) and go
+-- out as strings written with %.17g (Lua numbers returned bare would be truncated).
+
+local K_META, K_HOSTS, K_READY = KEYS[1], KEYS[2], KEYS[3]
+local K_LEASES, K_DEADLINES, K_FINISHED = KEYS[4], KEYS[5], KEYS[6]
+local K_QUEUE, K_URLS = KEYS[7], KEYS[8]
+
+local INF = math.huge
+local NAN = -(0 / 0)
+local function isnan(x) return x ~= x end
+local function num(s) return tonumber(s) end
+local function str(x) return string.format('%.17g', x) end
+
+-- URL record: W, Δ, recall, ν, β, ι, Λ scored, registered, last crawl, last signal,
+-- last click, due (doubles; NaN = none), then n since crawl, clicks, signals, crawls,
+-- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes.
+local URL = '<ddddddddddddI4I4I4I4I4I4I4'
+local function get_url(host, ukey)
+  local s = redis.call('HGET', K_URLS .. host, ukey)
+  if not s then return nil end
+  local u = {}
+  u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last, u.lsig, u.lclick,
+    u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease = struct.unpack(URL, s)
+  return u
+end
+local function pack_url(u)
+  return struct.pack(URL, u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last,
+    u.lsig, u.lclick, u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease)
+end
+local function put_url(host, ukey, u)
+  redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
+end
+
+-- Host record: crawl delay (s), gate (Unix s), log-mean estimate (NaN = none),
+-- its observation count, Λ its thresholds were scored for (NaN = never).
+local HOST = '<ddddd'
+local function get_host(host)
+  local s = redis.call('HGET', K_HOSTS, host)
+  if not s then return nil end
+  local h = {}
+  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, s)
+  return h
+end
+local function put_host(host, h)
+  redis.call('HSET', K_HOSTS, host, struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored))
+end
+
+-- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), then
+-- "<nonce> <host> <url key>" (none of them holds white space).
+local ACTIVE, EXPIRED, SETTLED = 1, 2, 3
+local function get_lease(seq)
+  local s = redis.call('HGET', K_LEASES, seq)
+  if not s then return nil end
+  local status, deadline, rest = struct.unpack('<Bd', s)
+  local nonce, host, ukey = string.match(string.sub(s, rest), '^(%S+) (%S+) (%S+)$')
+  return {status = status, deadline = deadline, nonce = nonce, host = host, ukey = ukey}
+end
+local function put_lease(seq, l)
+  redis.call('HSET', K_LEASES, seq,
+    struct.pack('<Bd', l.status, l.deadline) .. l.nonce .. ' ' .. l.host .. ' ' .. l.ukey)
+end
+
+-- Due time (MATH.md "Due time"; scheduler_core/due.py, which the contract tests
+-- hold this to): t_last + ι − β·n, capped at t_last + cap; registration time if
+-- never crawled.
+local function value_due(u)
+  if u.thr == INF then return INF end
+  if u.n > 0 and u.beta == INF then
+    if isnan(u.lsig) then return u.last end
+    return u.lsig
+  end
+  local shift = 0
+  if u.n > 0 then shift = u.beta * u.n end
+  return u.last + u.thr - shift
+end
+local function due_time(u, cap)
+  if isnan(u.last) then return u.reg end
+  return math.min(value_due(u), u.last + cap)
+end
+
+-- Re-key a host in the ready set: max(earliest due, gate); out when its queue is empty.
+local function refresh(host, gate)
+  local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
+  if head[1] then
+    local r = num(head[2])
+    if gate > r then r = gate end
+    redis.call('ZADD', K_READY, r, host)
+  else
+    redis.call('ZREM', K_READY, host)
+  end
+end
+
+-- Set a URL's due time; an unleased URL moves in its host queue.  Returns true when
+-- the host's readiness may have changed (the caller refreshes once per host).
+local function move(host, ukey, u, new_due)
+  u.due = new_due
+  if u.lease == 0 then
+    redis.call('ZADD', K_QUEUE .. host, new_due, ukey)
+    return true
+  end
+  return false
+end
+
+-- A lease ends (expired or settled): remember it for duplicates, trim the history.
+local function finish(seq, l, status, history)
+  l.status = status
+  put_lease(seq, l)
+  redis.call('ZADD', K_FINISHED, seq, seq)
+  local excess = redis.call('ZCARD', K_FINISHED) - history
+  if excess > 0 then
+    local old = redis.call('ZPOPMIN', K_FINISHED, excess)
+    for i = 1, #old, 2 do redis.call('HDEL', K_LEASES, old[i]) end
+  end
+end
+
+-- Expired leases go back to their host queues (at-least-once delivery).
+local function reclaim(now_arg, history)
+  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', now_arg)
+  for _, seq in ipairs(expired) do
+    redis.call('ZREM', K_DEADLINES, seq)
+    local l = get_lease(seq)
+    finish(seq, l, EXPIRED, history)
+    redis.call('HINCRBY', K_META, 'expired', 1)
+    local u = get_url(l.host, l.ukey)
+    u.lease = 0
+    put_url(l.host, l.ukey, u)
+    redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey)
+    refresh(l.host, get_host(l.host).gate)
+  end
+  return #expired
+end
+
+-- Running mean of log values (scheduler_core/multipliers.py update_log_mean).
+local function fold(mean, count, x, window, clip)
+  count = count + 1
+  if isnan(mean) then return x, count end
+  local step = x - mean
+  if count > window then step = math.max(-clip, math.min(clip, step)) end
+  return mean + step / math.min(count, window), count
+end

@@ -1,0 +1,25 @@
+-- Drop URLs of one shard, and their leases.
+-- KEYS: the shard keys (lib.lua).
+-- ARGV[1] lease history kept per shard; then per URL: host, url key.
+-- Returns how many URLs existed.
+local history = num(ARGV[1])
+local removed = 0
+local touched = {}
+for i = 2, #ARGV, 2 do
+  local host, ukey = ARGV[i], ARGV[i + 1]
+  local u = get_url(host, ukey)
+  if u then
+    removed = removed + 1
+    redis.call('HDEL', K_URLS .. host, ukey)
+    redis.call('HINCRBY', K_META, 'urls', -1)
+    if u.lease ~= 0 then
+      redis.call('ZREM', K_DEADLINES, u.lease)
+      finish(u.lease, get_lease(u.lease), EXPIRED, history)
+    else
+      redis.call('ZREM', K_QUEUE .. host, ukey)
+    end
+    touched[host] = true
+  end
+end
+for host in pairs(touched) do refresh(host, get_host(host).gate) end
+return removed

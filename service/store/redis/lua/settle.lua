@@ -1,0 +1,49 @@
+-- Apply crawl results of one shard; each lease settles at most once.  A refreshed copy
+-- resets τ (late signals after the fetch count once); a failed fetch keeps the copy and
+-- comes back after the retry delay.
+-- KEYS: the shard keys (lib.lua).
+-- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
+-- history kept; then per result: host, url key, lease seq, nonce, fetched at (Unix s),
+-- ok (0/1), changed (0/1).
+-- Returns per result 0 accepted, 2 stale, 3 duplicate.
+local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local out = {}
+local touched = {}
+for i = 5, #ARGV, 7 do
+  local host, ukey, seq, nonce = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local fetched, ok, changed = num(ARGV[i + 4]), ARGV[i + 5] == '1', ARGV[i + 6] == '1'
+  local l = get_lease(seq)
+  local u = get_url(host, ukey)
+  if not l or l.nonce ~= nonce or l.host ~= host or l.ukey ~= ukey then
+    out[#out + 1] = 2
+  elseif l.status == SETTLED then
+    out[#out + 1] = 3
+  elseif not u or (l.status == EXPIRED and u.lease ~= 0) then
+    out[#out + 1] = 2
+  else
+    if l.status == ACTIVE then
+      redis.call('ZREM', K_DEADLINES, seq)
+    else
+      redis.call('ZREM', K_QUEUE .. host, ukey)
+    end
+    finish(seq, l, SETTLED, history)
+    u.lease = 0
+    if ok then
+      u.crawls = u.crawls + 1
+      if changed then u.changes = u.changes + 1 end
+      if isnan(u.last) or fetched > u.last then
+        u.last = fetched
+        if not isnan(u.lsig) and u.lsig > fetched + discard then u.n = 1 else u.n = 0 end
+      end
+      move(host, ukey, u, due_time(u, cap))
+    else
+      u.errors = u.errors + 1
+      move(host, ukey, u, math.max(u.due, fetched + retry))
+    end
+    put_url(host, ukey, u)
+    touched[host] = true
+    out[#out + 1] = 0
+  end
+end
+for host in pairs(touched) do refresh(host, get_host(host).gate) end
+return out

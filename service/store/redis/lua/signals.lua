@@ -1,0 +1,28 @@
+-- Count change-indicating signals of one shard; each counted one moves its URL's due
+-- time earlier by β (MATH.md "Due time"; signals within T_DELAY of a crawl are stale).
+-- KEYS: the shard keys (lib.lua).
+-- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; then per signal: host, url key, time (Unix s).
+-- Returns per signal 0 accepted, 1 unknown URL, 2 stale.
+local discard, cap = num(ARGV[1]), num(ARGV[2])
+local out = {}
+local touched = {}
+for i = 3, #ARGV, 3 do
+  local host, ukey, t = ARGV[i], ARGV[i + 1], num(ARGV[i + 2])
+  local u = get_url(host, ukey)
+  if not u then
+    out[#out + 1] = 1
+  else
+    u.signals = u.signals + 1
+    if not isnan(u.last) and t <= u.last + discard then
+      out[#out + 1] = 2
+    else
+      if not isnan(u.last) then u.n = u.n + 1 end
+      if isnan(u.lsig) or t > u.lsig then u.lsig = t end
+      if move(host, ukey, u, due_time(u, cap)) then touched[host] = true end
+      out[#out + 1] = 0
+    end
+    put_url(host, ukey, u)
+  end
+end
+for host in pairs(touched) do refresh(host, get_host(host).gate) end
+return out

@@ -1,0 +1,33 @@
+-- Counts of one shard for /metrics; reclaims expired leases first.
+-- KEYS: the shard keys (lib.lua).
+-- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] k, hosts with the highest
+-- λ_h estimate to return.
+-- Returns {urls, hosts, due backlog, active leases, expired total,
+--          {host, record, URLs, queued, due, earliest due or '', ...} top k}.
+local now_arg, history, k = ARGV[1], num(ARGV[2]), num(ARGV[3])
+reclaim(now_arg, history)
+local all = redis.call('HGETALL', K_HOSTS)
+local backlog = 0
+local ranked = {}
+for i = 1, #all, 2 do
+  local q = K_QUEUE .. all[i]
+  local due = redis.call('ZCOUNT', q, '-inf', now_arg)
+  backlog = backlog + due
+  if k > 0 then
+    local mean = select(3, struct.unpack(HOST, all[i + 1]))
+    if isnan(mean) then mean = -INF end
+    ranked[#ranked + 1] = {mean, all[i], all[i + 1], due}
+  end
+end
+table.sort(ranked, function(a, b) return a[1] > b[1] end)
+local top = {}
+for j = 1, math.min(k, #ranked) do
+  local host, q = ranked[j][2], K_QUEUE .. ranked[j][2]
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  for _, v in ipairs({host, ranked[j][3], redis.call('HLEN', K_URLS .. host),
+                      redis.call('ZCARD', q), ranked[j][4], head[2] or ''}) do
+    top[#top + 1] = v
+  end
+end
+return {num(redis.call('HGET', K_META, 'urls') or '0'), #all / 2, backlog,
+        redis.call('ZCARD', K_DEADLINES), num(redis.call('HGET', K_META, 'expired') or '0'), top}

@@ -1,0 +1,37 @@
+-- Register or update URLs of one shard.
+-- KEYS: the shard keys (lib.lua).
+-- ARGV[1] now, Unix s; ARGV[2] revisit cap, s; ARGV[3] default crawl delay, s;
+-- then per URL: host, url key, 9 packed doubles (W 1/s, Δ 1/s, recall, ν 1/s, β s,
+-- ι s, Λ scored, known last crawl Unix s or NaN, crawl delay s or NaN).
+-- Returns per URL 1 (new) or 0 (updated).
+local now, cap, default_delay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
+local out = {}
+local touched = {}
+for i = 4, #ARGV, 3 do
+  local host, ukey = ARGV[i], ARGV[i + 1]
+  local w, delta, recall, nu, beta, thr, slam, last, delay = struct.unpack('<ddddddddd', ARGV[i + 2])
+  local h = get_host(host)
+  if not h then
+    h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN}
+  end
+  if not isnan(delay) then h.delay = delay end
+  put_host(host, h)
+  local u = get_url(host, ukey)
+  if u then
+    out[#out + 1] = 0
+  else
+    u = {reg = now, last = NAN, lsig = NAN, lclick = NAN, due = NAN, n = 0, clicks = 0,
+         signals = 0, crawls = 0, changes = 0, errors = 0, lease = 0}
+    redis.call('HINCRBY', K_META, 'urls', 1)
+    out[#out + 1] = 1
+  end
+  u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
+  if not isnan(last) and (isnan(u.last) or last > u.last) then
+    u.last, u.n = last, 0
+  end
+  move(host, ukey, u, due_time(u, cap))
+  put_url(host, ukey, u)
+  touched[host] = h.gate
+end
+for host, gate in pairs(touched) do refresh(host, gate) end
+return out

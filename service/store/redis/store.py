@@ -1,0 +1,516 @@
+"""The production store: Redis (single or Cluster), one atomic Lua script per operation.
+
+Data model (ARCHITECTURE.md, "Storage"; key names in :mod:`.keys`): per shard a hash
+of host records, a zset of hosts by readiness, the leases (hash, zset by deadline,
+history); per host a zset of its unleased URLs by due time and a hash of their packed
+records.  A batch touching several shards sends one script call per shard, in one
+pipeline.  The service keeps no state of its own, so API processes replicate freely;
+λ₀ lives in Redis and is folded in by a script (no lost updates).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import secrets
+from dataclasses import replace
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import BusyLoadingError, ClusterDownError, RedisError, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from scheduler_core.multipliers import TrackerConfig, host_multiplier, LogMean
+from service.errors import StoreUnavailable
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    DispatchObservation,
+    EventStatus,
+    HostState,
+    LeaseGrant,
+    LeaseStatus,
+    SignalEvent,
+    StoreStats,
+    UrlRecord,
+    UrlState,
+    shard_of,
+)
+from service.store.redis.keys import GlobalKeys, ShardKeys, expand_url, url_key
+from service.store.redis.records import (
+    PARAMS,
+    format_lease_id,
+    host_log_mean,
+    parse_lease_id,
+    unpack_host,
+    unpack_url,
+)
+from service.store.redis.scripts import Call, Client, ScriptSet
+from service.urls import host_of
+
+__all__ = ["RedisStore", "open_client"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_DOWN = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, ClusterDownError, TryAgainError)
+_EVENT = {0: EventStatus.ACCEPTED, 1: EventStatus.UNKNOWN_URL, 2: EventStatus.STALE}
+_RESULT = {0: EventStatus.ACCEPTED, 2: EventStatus.STALE, 3: EventStatus.DUPLICATE}
+_LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
+#: Not-yet-ready hosts a lease call scans per shard for an open politeness gate.
+_SCAN = 4096
+
+
+def _unavailable(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Turn "Redis is down" into :class:`StoreUnavailable` (the app answers 503)."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except _DOWN as exc:
+            raise StoreUnavailable(f"Redis unavailable: {exc}") from exc
+
+    return wrapper
+
+
+def _s(x: bytes | str) -> str:
+    return x.decode() if isinstance(x, bytes) else x
+
+
+async def open_client(url: str, *, timeout_s: float = 5.0) -> Client:
+    """A client for ``url``: a :class:`RedisCluster` when the server runs in cluster mode.
+
+    Raises
+    ------
+    StoreUnavailable
+        If the server cannot be reached.
+    """
+    options: dict[str, Any] = {
+        "socket_timeout": timeout_s,
+        "socket_connect_timeout": min(timeout_s, 2.0),
+        "health_check_interval": 5,
+    }
+    single = Redis.from_url(
+        url, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2), **options
+    )
+    try:
+        info = await single.info("cluster")
+    except _DOWN as exc:
+        await single.aclose()
+        raise StoreUnavailable(f"Redis unavailable at {url}: {exc}") from exc
+    if not info.get("cluster_enabled"):
+        return single
+    await single.aclose()
+    cluster = RedisCluster.from_url(url, **options)
+    await cluster.initialize()
+    return cluster
+
+
+class RedisStore:
+    """Redis implementation of :class:`service.store.base.Store`.
+
+    Parameters
+    ----------
+    client : Redis or RedisCluster
+        From :func:`open_client`.
+    shards : int
+        Number of host shards (fixed for the life of the data: checked at
+        :meth:`prepare`).
+    default_crawl_delay_s, max_revisit_s, lease_history, initial_lambda0
+        As for :class:`service.store.memory.MemoryStore`.
+    prefix : str
+        Key prefix (several deployments may share one Redis).
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        shards: int = 16,
+        default_crawl_delay_s: float = 1.0,
+        max_revisit_s: float = 30 * 86_400.0,
+        lease_history: int = 200_000,
+        initial_lambda0: float | None = None,
+        prefix: str = "cs",
+    ) -> None:
+        self.client = client
+        self.shards = shards
+        self._keys = [ShardKeys(n, prefix) for n in range(shards)]
+        self._global = GlobalKeys(prefix)
+        self._default_delay = default_crawl_delay_s
+        self._cap = repr(float(max_revisit_s))
+        self._history = max(1, math.ceil(lease_history / shards))
+        self._initial = None if initial_lambda0 is None else math.log(initial_lambda0)
+        self._scripts = ScriptSet()
+
+    @classmethod
+    async def connect(cls, url: str, **options: Any) -> RedisStore:
+        """Open a client for ``url`` and :meth:`prepare` the store.
+
+        Raises
+        ------
+        StoreUnavailable
+            If Redis cannot be reached.
+        ValueError
+            If the data was written with another shard count.
+        """
+        store = cls(await open_client(url), **options)
+        try:
+            await store.prepare()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    @_unavailable
+    async def prepare(self) -> None:
+        """Register the scripts, record the shard count, seed λ₀.
+
+        Raises
+        ------
+        ValueError
+            If the data was written with another shard count.
+        """
+        await self._scripts.register(self.client)
+        meta = self._global.meta
+        await self.client.hsetnx(meta, "shards", str(self.shards))  # type: ignore[misc]
+        stored = int(await self.client.hget(meta, "shards"))  # type: ignore[misc]
+        if stored != self.shards:
+            raise ValueError(
+                f"the data in Redis was written with {stored} shards, not {self.shards}: "
+                "set CRAWLSCHED_SHARDS to match"
+            )
+        if self._initial is not None:
+            await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))  # type: ignore[misc]
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _shard(self, host: str) -> int:
+        return shard_of(host, self.shards)
+
+    def _call(self, script: str, shard: int, args: Sequence[Any]) -> Call:
+        return Call(script, self._keys[shard].all, args)
+
+    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+        return await self._scripts.run(self.client, calls) if calls else []
+
+    async def _lambda0(self) -> LogMean:
+        mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])  # type: ignore[misc]
+        return LogMean(None if mean is None else float(mean), float(count or 0.0))
+
+    def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
+        """(position, host, url key) of each URL, grouped by shard."""
+        groups: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+        for i, url in enumerate(urls):
+            host = host_of(url)
+            groups[self._shard(host)].append((i, host, url_key(url, host)))
+        return groups
+
+    async def _per_url(
+        self, script: str, urls: Sequence[str], head: Sequence[Any], extra: Sequence[Any]
+    ) -> list[Any]:
+        """Run ``script`` per shard over ``urls`` (host, url key, extra[i] each); the
+        answers back in the order of ``urls``."""
+        groups = self._by_shard(urls)
+        calls = []
+        for shard, items in groups.items():
+            args: list[Any] = list(head)
+            for i, host, ukey in items:
+                args += (host, ukey, extra[i]) if extra else (host, ukey)
+            calls.append(self._call(script, shard, args))
+        answers = await self._run(calls)
+        out: list[Any] = [None] * len(urls)
+        for (shard, items), answer in zip(groups.items(), answers, strict=True):
+            for (i, _, _), a in zip(items, answer, strict=True):
+                out[i] = (shard, a)
+        return out
+
+    # -- registration ------------------------------------------------------------------------
+    @_unavailable
+    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+        nan = math.nan
+        packed = [
+            PARAMS.pack(
+                r.weight, r.change_rate, r.recall, r.false_signal_rate,
+                r.signal_time_equivalent_s, r.threshold_s, r.scored_lambda,
+                nan if r.last_crawled_at is None else r.last_crawled_at,
+                nan if r.crawl_delay_s is None else r.crawl_delay_s,
+            )  # fmt: skip
+            for r in records
+        ]
+        head = (repr(now), self._cap, repr(self._default_delay))
+        answers = await self._per_url("upsert", [r.url for r in records], head, packed)
+        return [bool(a) for _, a in answers]
+
+    @_unavailable
+    async def remove_urls(self, urls: Sequence[str]) -> int:
+        groups = self._by_shard(urls)
+        calls = [
+            self._call("remove", shard, [self._history, *(x for _, h, k in items for x in (h, k))])
+            for shard, items in groups.items()
+        ]
+        return sum(int(a) for a in await self._run(calls))
+
+    # -- reads ---------------------------------------------------------------------------------
+    @_unavailable
+    async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
+        answers = await self._per_url("get", urls, (), ())
+        out: list[UrlState | None] = []
+        for url, (shard, blob) in zip(urls, answers, strict=True):
+            host = host_of(url)
+            out.append(None if blob is None else unpack_url(blob, host, url_key(url, host), shard))
+        return out
+
+    @_unavailable
+    async def get_host(self, host: str, now: float) -> HostState | None:
+        (answer,) = await self._run([self._call("host", self._shard(host), (host, repr(now)))])
+        if answer is None:
+            return None
+        blob, urls, queued, due, head = answer
+        lam0 = (await self._lambda0()).value
+        return unpack_host(
+            blob, host, urls=urls, queued=queued, due=due, next_due=head, lambda0=lam0
+        )
+
+    @_unavailable
+    async def host_urls(self, host: str) -> list[UrlState]:
+        shard = self._shard(host)
+        (flat,) = await self._run([self._call("host_urls", shard, (host,))])
+        states = [
+            unpack_url(flat[i + 1], host, _s(flat[i]), shard) for i in range(0, len(flat), 2)
+        ]
+        return sorted(states, key=lambda s: s.url)
+
+    @_unavailable
+    async def host_thresholds(self, hosts: Sequence[str]) -> dict[str, float]:
+        groups: dict[int, list[str]] = defaultdict(list)
+        for h in hosts:
+            groups[self._shard(h)].append(h)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self._global.multiplier, ["mean"])
+        for shard, names in groups.items():
+            pipe.hmget(self._keys[shard].hosts, names)
+        answers = await pipe.execute()
+        (mean,) = answers[0]
+        lam0 = None if mean is None else math.exp(float(mean))
+        out: dict[str, float] = {}
+        for names, blobs in zip(groups.values(), answers[1:], strict=True):
+            for name, blob in zip(names, blobs, strict=True):
+                h_mean = None if blob is None else host_log_mean(blob)
+                out[name] = (lam0 or 0.0) + host_multiplier(lam0, LogMean(h_mean, 1.0))
+        return out
+
+    # -- rescoring -------------------------------------------------------------------------------
+    @_unavailable
+    async def set_thresholds(
+        self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
+    ) -> None:
+        args: list[Any] = [host, repr(scored_lambda), self._cap]
+        for url, threshold in thresholds_s.items():
+            if host_of(url) == host:
+                args += (url_key(url, host), repr(threshold))
+        await self._run([self._call("set_thresholds", self._shard(host), args)])
+
+    @_unavailable
+    async def hosts_needing_rescore(
+        self, tolerance: float, max_urls: int
+    ) -> list[tuple[str, float]]:
+        lam0 = await self._lambda0()
+        head = ("" if lam0.log_mean is None else repr(lam0.log_mean), repr(math.log1p(tolerance)))
+        answers = await self._run([self._call("stale_hosts", n, head) for n in range(self.shards)])
+        stale = [
+            (float(flat[i + 1]), _s(flat[i]), float(flat[i + 2]), int(flat[i + 3]))
+            for flat in answers
+            for i in range(0, len(flat), 4)
+        ]
+        stale.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
+        chosen: list[tuple[str, float]] = []
+        total = 0
+        for _, name, target, urls in stale:
+            if chosen and total + urls > max_urls:
+                break
+            chosen.append((name, target))
+            total += urls
+        return chosen
+
+    # -- events ------------------------------------------------------------------------------------
+    @_unavailable
+    async def record_signals(
+        self, events: Sequence[SignalEvent], discard_within_s: float
+    ) -> list[EventStatus]:
+        head = (repr(discard_within_s), self._cap)
+        times = [repr(e.time) for e in events]
+        answers = await self._per_url("signals", [e.url for e in events], head, times)
+        return [_EVENT[a] for _, a in answers]
+
+    @_unavailable
+    async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
+        times = [repr(e.time) for e in events]
+        answers = await self._per_url("clicks", [e.url for e in events], (), times)
+        return [_EVENT[a] for _, a in answers]
+
+    # -- leases ----------------------------------------------------------------------------------
+    @_unavailable
+    async def lease_next(
+        self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> list[LeaseGrant]:
+        now_arg = repr(now)
+        if self.shards == 1:
+            plan = {0: (n, n if dispatch_ahead else 0)}
+        else:
+            plan = await self._plan(now_arg, n, dispatch_ahead)
+        nonce = secrets.token_hex(4)
+        calls = [
+            self._call(
+                "lease", shard,
+                (now_arg, k_due, k_total, repr(lease_ttl_s), nonce, self._history, _SCAN),
+            )  # fmt: skip
+            for shard, (k_due, k_total) in plan.items()
+        ]
+        answers = await self._run(calls)
+        grants: list[tuple[bool, float, str, LeaseGrant]] = []
+        deadline = now + lease_ttl_s
+        for shard, flat in zip(plan, answers, strict=True):
+            for i in range(0, len(flat), 6):
+                host, ukey = _s(flat[i]), _s(flat[i + 1])
+                seq, gated, ready = int(flat[i + 3]), bool(flat[i + 4]), float(flat[i + 5])
+                lease_id = format_lease_id(shard, seq, nonce)
+                state = unpack_url(flat[i + 2], host, ukey, shard)
+                state = replace(state, lease_id=lease_id, lease_deadline=deadline)
+                grant = LeaseGrant(lease_id, deadline, state, gated)
+                grants.append((ready > now, ready, host, grant))
+        grants.sort(key=lambda g: g[:3])
+        return [g[3] for g in grants]
+
+    async def _plan(self, now_arg: str, n: int, ahead: bool) -> dict[int, tuple[int, int]]:
+        """How many due and how many hosts in all to lease from each shard, merging the
+        shards' ready hosts in readiness order (as one sorted set would)."""
+        calls = [self._call("peek", s, (now_arg, n, self._history, _SCAN)) for s in range(self.shards)]
+        answers = await self._run(calls)
+        due: list[tuple[float, str, int]] = []
+        later: list[tuple[float, str, int]] = []
+        for shard, (d, a) in enumerate(answers):
+            due += [(float(d[i + 1]), _s(d[i]), shard) for i in range(0, len(d), 2)]
+            later += [(float(a[i + 1]), _s(a[i]), shard) for i in range(0, len(a), 2)]
+        due = sorted(due)[:n]
+        later = sorted(later)[: n - len(due)] if ahead else []
+        plan: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+        for _, _, shard in due:
+            plan[shard][0] += 1
+            plan[shard][1] += 1
+        for _, _, shard in later:
+            plan[shard][1] += 1
+        return {s: (k[0], k[1] if ahead else 0) for s, k in plan.items()}
+
+    @_unavailable
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:
+        parsed = [parse_lease_id(x, self.shards) for x in lease_ids]
+        groups: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
+        for i, p in enumerate(parsed):
+            if p is not None:
+                groups[p[0]].append((i, p[1], p[2]))
+        calls = [
+            self._call("lease_status", shard, [x for _, seq, nonce in items for x in (seq, nonce)])
+            for shard, items in groups.items()
+        ]
+        out: list[tuple[LeaseStatus, str | None]] = [(LeaseStatus.UNKNOWN, None)] * len(lease_ids)
+        for items, flat in zip(groups.values(), await self._run(calls), strict=True):
+            for j, (i, _, _) in enumerate(items):
+                status = int(flat[3 * j])
+                if status in _LEASE:
+                    host, ukey = _s(flat[3 * j + 1]), _s(flat[3 * j + 2])
+                    out[i] = (_LEASE[status], expand_url(ukey, host))
+        return out
+
+    @_unavailable
+    async def settle(
+        self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
+    ) -> list[EventStatus]:
+        head = [repr(retry_delay_s), repr(discard_within_s), self._cap, self._history]
+        groups: dict[int, list[tuple[int, list[Any]]]] = defaultdict(list)
+        out = [EventStatus.STALE] * len(outcomes)
+        for i, o in enumerate(outcomes):
+            p = parse_lease_id(o.lease_id, self.shards)
+            host = host_of(o.url)
+            if p is None or p[0] != self._shard(host):
+                continue  # not a lease of this URL's shard: stale
+            args = [host, url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok)]
+            groups[p[0]].append((i, [*args, int(bool(o.changed))]))
+        calls = [
+            self._call("settle", shard, head + [x for _, a in items for x in a])
+            for shard, items in groups.items()
+        ]
+        for items, codes in zip(groups.values(), await self._run(calls), strict=True):
+            for (i, _), code in zip(items, codes, strict=True):
+                out[i] = _RESULT[code]
+        return out
+
+    # -- multipliers -----------------------------------------------------------------------------
+    @_unavailable
+    async def observe_dispatch(
+        self, observations: Sequence[DispatchObservation], config: TrackerConfig
+    ) -> None:
+        window, clip = repr(float(config.window)), repr(float(config.clip))
+        free = [repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)]
+        if free:
+            call = Call("lambda0", (self._global.multiplier,), (window, clip, *free))
+            ((mean_s, _),) = await self._run([call])
+            log_lam0 = float(mean_s) if mean_s else None
+        else:
+            log_lam0 = (await self._lambda0()).log_mean
+        groups: dict[int, list[str]] = defaultdict(list)
+        for o in observations:
+            x = o.log_value if o.gated else log_lam0
+            if x is not None and math.isfinite(x):
+                groups[self._shard(o.host)] += (o.host, repr(x))
+        await self._run(
+            [self._call("observe", s, (window, clip, *args)) for s, args in groups.items()]
+        )
+
+    # -- operations --------------------------------------------------------------------------------
+    @_unavailable
+    async def stats(self, now: float, top_hosts: int) -> StoreStats:
+        head = (repr(now), self._history, top_hosts)
+        answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
+        lam0 = await self._lambda0()
+        top: list[HostState] = []
+        for *_, flat in answers:
+            for i in range(0, len(flat), 6):
+                host, blob, urls, queued, due, head_due = flat[i : i + 6]
+                top.append(
+                    unpack_host(
+                        blob, _s(host), urls=urls, queued=queued, due=due, next_due=head_due,
+                        lambda0=lam0.value,
+                    )  # fmt: skip
+                )
+        top.sort(key=lambda s: s.lambda_h, reverse=True)
+        return StoreStats(
+            urls=sum(int(a[0]) for a in answers),
+            hosts=sum(int(a[1]) for a in answers),
+            due_backlog=sum(int(a[2]) for a in answers),
+            leases_active=sum(int(a[3]) for a in answers),
+            leases_expired_total=sum(int(a[4]) for a in answers),
+            lambda0=lam0.value,
+            lambda0_observations=lam0.count,
+            top_hosts=tuple(top[:top_hosts]),
+        )
+
+    async def ping(self) -> bool:
+        """True when Redis answers and the scripts are loaded (a restart empties the
+        script cache: they are registered again here)."""
+        try:
+            if not await self._scripts.loaded(self.client):
+                await self._scripts.register(self.client)
+            return True
+        except RedisError:
+            return False
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
