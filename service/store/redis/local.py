@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,14 +17,9 @@ from pathlib import Path
 
 import redis
 
-__all__ = ["LocalCluster", "LocalRedis", "free_port"]
+from service.ports import free_port
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+__all__ = ["LocalCluster", "LocalRedis"]
 
 
 def _binary(name: str) -> str:

@@ -97,9 +97,7 @@ async def open_client(url: str, *, timeout_s: float = 5.0) -> Client:
         "socket_connect_timeout": min(timeout_s, 2.0),
         "health_check_interval": 5,
     }
-    single = Redis.from_url(
-        url, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2), **options
-    )
+    single = Redis.from_url(url, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2), **options)
     try:
         info = await single.info("cluster")
     except _DOWN as exc:
@@ -237,8 +235,13 @@ class RedisStore:
         nan = math.nan
         packed = [
             PARAMS.pack(
-                r.weight, r.change_rate, r.recall, r.false_signal_rate,
-                r.signal_time_equivalent_s, r.threshold_s, r.scored_lambda,
+                r.weight,
+                r.change_rate,
+                r.recall,
+                r.false_signal_rate,
+                r.signal_time_equivalent_s,
+                r.threshold_s,
+                r.scored_lambda,
                 nan if r.last_crawled_at is None else r.last_crawled_at,
                 nan if r.crawl_delay_s is None else r.crawl_delay_s,
             )  # fmt: skip
@@ -282,9 +285,7 @@ class RedisStore:
     async def host_urls(self, host: str) -> list[UrlState]:
         shard = self._shard(host)
         (flat,) = await self._run([self._call("host_urls", shard, (host,))])
-        states = [
-            unpack_url(flat[i + 1], host, _s(flat[i]), shard) for i in range(0, len(flat), 2)
-        ]
+        states = [unpack_url(flat[i + 1], host, _s(flat[i]), shard) for i in range(0, len(flat), 2)]
         return sorted(states, key=lambda s: s.url)
 
     @_unavailable
@@ -368,7 +369,8 @@ class RedisStore:
         nonce = secrets.token_hex(4)
         calls = [
             self._call(
-                "lease", shard,
+                "lease",
+                shard,
                 (now_arg, k_due, k_total, repr(lease_ttl_s), nonce, self._history, _SCAN),
             )  # fmt: skip
             for shard, (k_due, k_total) in plan.items()
@@ -391,7 +393,9 @@ class RedisStore:
     async def _plan(self, now_arg: str, n: int, ahead: bool) -> dict[int, tuple[int, int]]:
         """How many due and how many hosts in all to lease from each shard, merging the
         shards' ready hosts in readiness order (as one sorted set would)."""
-        calls = [self._call("peek", s, (now_arg, n, self._history, _SCAN)) for s in range(self.shards)]
+        calls = [
+            self._call("peek", s, (now_arg, n, self._history, _SCAN)) for s in range(self.shards)
+        ]
         answers = await self._run(calls)
         due: list[tuple[float, str, int]] = []
         later: list[tuple[float, str, int]] = []
@@ -457,7 +461,9 @@ class RedisStore:
         self, observations: Sequence[DispatchObservation], config: TrackerConfig
     ) -> None:
         window, clip = repr(float(config.window)), repr(float(config.clip))
-        free = [repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)]
+        free = [
+            repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)
+        ]
         if free:
             call = Call("lambda0", (self._global.multiplier,), (window, clip, *free))
             ((mean_s, _),) = await self._run([call])
@@ -485,7 +491,12 @@ class RedisStore:
                 host, blob, urls, queued, due, head_due = flat[i : i + 6]
                 top.append(
                     unpack_host(
-                        blob, _s(host), urls=urls, queued=queued, due=due, next_due=head_due,
+                        blob,
+                        _s(host),
+                        urls=urls,
+                        queued=queued,
+                        due=due,
+                        next_due=head_due,
                         lambda0=lam0.value,
                     )  # fmt: skip
                 )
@@ -513,4 +524,3 @@ class RedisStore:
 
     async def close(self) -> None:
         await self.client.aclose()
-
