@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import redis
-
 from service.ports import free_port
 
 __all__ = ["LocalCluster", "LocalRedis"]

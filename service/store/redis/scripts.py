@@ -1,8 +1,9 @@
 """The Lua scripts: loaded from ``lua/`` once, registered on every node, called by SHA.
 
 Each script is ``lib.lua`` (records, due time, ready set, leases) followed by one
-operation.  Calls go out in pipelines (concurrently on a cluster); a ``NOSCRIPT`` answer (a restarted or new node
-has an empty script cache) registers the scripts again and re-sends just those calls.
+operation.  Calls go out in pipelines (concurrently on a cluster); a ``NOSCRIPT``
+answer (a restarted or new node has an empty script cache) registers the scripts
+again and re-sends just those calls.
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import math
 import secrets
-from dataclasses import replace
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import Redis
@@ -25,8 +25,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import BusyLoadingError, ClusterDownError, RedisError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-
-from scheduler_core.multipliers import TrackerConfig, host_multiplier, LogMean
+from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier
 from service.errors import StoreUnavailable
 from service.store.base import (
     ClickEvent,
@@ -67,7 +66,9 @@ _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 _SCAN = 4096
 
 
-def _unavailable(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+def _unavailable(
+    fn: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
     """Turn "Redis is down" into :class:`StoreUnavailable` (the app answers 503)."""
 
     @functools.wraps(fn)
@@ -178,15 +179,15 @@ class RedisStore:
         """
         await self._scripts.register(self.client)
         meta = self._global.meta
-        await self.client.hsetnx(meta, "shards", str(self.shards))  # type: ignore[misc]
-        stored = int(await self.client.hget(meta, "shards"))  # type: ignore[misc]
+        await self.client.hsetnx(meta, "shards", str(self.shards))
+        stored = int(await self.client.hget(meta, "shards") or 0)
         if stored != self.shards:
             raise ValueError(
                 f"the data in Redis was written with {stored} shards, not {self.shards}: "
                 "set CRAWLSCHED_SHARDS to match"
             )
         if self._initial is not None:
-            await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))  # type: ignore[misc]
+            await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))
 
     # -- helpers ---------------------------------------------------------------------------
     def _shard(self, host: str) -> int:
@@ -199,7 +200,7 @@ class RedisStore:
         return await self._scripts.run(self.client, calls) if calls else []
 
     async def _lambda0(self) -> LogMean:
-        mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])  # type: ignore[misc]
+        mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])
         return LogMean(None if mean is None else float(mean), float(count or 0.0))
 
     def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
