@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 
 import numpy as np
 
+from service.errors import StoreUnavailable
 from service.scheduler.context import Context
 from service.scheduler.scoring import params_of, thresholds
 
@@ -42,12 +44,26 @@ async def rescore_once(ctx: Context) -> int:
 
 
 async def run_rescorer(ctx: Context) -> None:
-    """Rescore every ``rescore_interval_s`` wall seconds until cancelled."""
+    """Rescore every ``rescore_interval_s`` wall seconds until cancelled.
+
+    Of several API processes on one store, only the one holding the store's
+    ``rescorer`` role works (the role lapses after a few intervals without renewal,
+    so another process takes over when its holder dies).
+    """
+    owner = secrets.token_hex(8)
+    interval = ctx.settings.rescore_interval_s
+    store_down = False
     while True:
         try:
-            await rescore_once(ctx)
+            if await ctx.store.try_lead("rescorer", owner, max(5.0, 8 * interval)):
+                await rescore_once(ctx)
+            store_down = False
         except asyncio.CancelledError:
             raise
+        except StoreUnavailable as exc:
+            if not store_down:
+                log.warning("rescoring paused: %s", exc)
+            store_down = True
         except Exception:  # keep the loop alive; the next pass retries
             log.exception("rescoring pass failed")
-        await asyncio.sleep(ctx.settings.rescore_interval_s)
+        await asyncio.sleep(interval)

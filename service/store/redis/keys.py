@@ -61,10 +61,9 @@ class GlobalKeys:
         """Hash: ``shards``, the shard count the data was written with."""
         return f"{self.prefix}:{{g}}:meta"
 
-    @property
-    def rescorer(self) -> str:
-        """String: the API process currently rescoring (a lock with a TTL)."""
-        return f"{self.prefix}:{{g}}:rescorer"
+    def leader(self, role: str) -> str:
+        """String: the API process that holds ``role`` (e.g. the rescorer), with a TTL."""
+        return f"{self.prefix}:{{g}}:lead:{role}"
 
 
 def url_key(url: str, host: str) -> str:

@@ -513,6 +513,16 @@ class RedisStore:
             top_hosts=tuple(top[:top_hosts]),
         )
 
+    @_unavailable
+    async def try_lead(self, role: str, owner: str, ttl_s: float) -> bool:
+        key, ttl_ms = self._global.leader(role), max(1, int(ttl_s * 1000))
+        if await self.client.set(key, owner, nx=True, px=ttl_ms):
+            return True
+        if await self.client.get(key) == owner.encode():
+            await self.client.pexpire(key, ttl_ms)
+            return True
+        return False
+
     async def ping(self) -> bool:
         """True when Redis answers and the scripts are loaded (a restart empties the
         script cache: they are registered again here)."""

@@ -1,0 +1,135 @@
+"""The Redis store beyond the contract: script cache loss, repeated calls, shared λ₀,
+shard-count guard, outages.  Against a private ``redis-server`` (never a mock)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis
+
+from scheduler_core.multipliers import TrackerConfig
+from service.errors import StoreUnavailable
+from service.store.base import CrawlOutcome, DispatchObservation, EventStatus, UrlRecord
+from service.store.redis import RedisStore
+from service.store.redis.local import LocalRedis
+from service.store.redis.records import URL
+
+pytestmark = pytest.mark.anyio
+T0 = 1_000_000.0
+
+
+def rec(url: str, threshold_s: float = 100.0) -> UrlRecord:
+    return UrlRecord(
+        url=url, host=url.split("/")[2], weight=1.0, change_rate=0.01, recall=0.5,
+        false_signal_rate=0.01, signal_time_equivalent_s=20.0, threshold_s=threshold_s,
+        scored_lambda=1.0, last_crawled_at=T0,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+async def store(server: LocalRedis) -> AsyncIterator[RedisStore]:
+    s = await RedisStore.connect(server.url, shards=4)
+    yield s
+    await s.close()
+
+
+async def test_lost_script_cache_is_reloaded(server: LocalRedis, store: RedisStore) -> None:
+    with redis.Redis(port=server.port) as raw:
+        raw.script_flush()
+    assert await store.upsert_urls([rec("https://a.example/1")], T0) == [True]
+    with redis.Redis(port=server.port) as raw:
+        raw.script_flush()
+    assert await store.ping()  # the readiness check puts them back
+    with redis.Redis(port=server.port) as raw:
+        assert all(raw.script_exists(*store._scripts.sha.values()))
+
+
+async def test_repeated_calls_are_safe(store: RedisStore) -> None:
+    batch = [rec("https://a.example/1"), rec("https://b.example/2")]
+    assert await store.upsert_urls(batch, T0) == [True, True]
+    first = await store.get_urls([r.url for r in batch])
+    assert await store.upsert_urls(batch, T0 + 5) == [False, False]
+    assert await store.get_urls([r.url for r in batch]) == first
+    await store.set_thresholds("a.example", {"https://a.example/1": 300.0}, 2.0)
+    once = await store.get_urls(["https://a.example/1"])
+    await store.set_thresholds("a.example", {"https://a.example/1": 300.0}, 2.0)
+    assert await store.get_urls(["https://a.example/1"]) == once
+    grants = await store.lease_next(T0 + 400, 10, 60.0, dispatch_ahead=False)
+    results = [
+        CrawlOutcome(g.state.url, g.lease_id, T0 + 401, ok=True, changed=True) for g in grants
+    ]
+    assert await store.settle(results, 60.0, 0.0) == [EventStatus.ACCEPTED] * 2
+    assert await store.settle(results, 60.0, 0.0) == [EventStatus.DUPLICATE] * 2
+    assert await store.remove_urls(["https://a.example/1"]) == 1
+    assert await store.remove_urls(["https://a.example/1"]) == 0
+    stats = await store.stats(T0 + 401, 5)
+    assert (stats.urls, stats.leases_active) == (1, 0)
+
+
+async def test_url_record_is_compact(server: LocalRedis, store: RedisStore) -> None:
+    await store.upsert_urls([rec("https://a.example/some/page")], T0)
+    with redis.Redis(port=server.port) as raw:
+        (key,) = raw.keys("cs:*:urls:a.example")
+        assert raw.hgetall(key) == {b"/some/page": raw.hget(key, b"/some/page")}
+        assert len(raw.hget(key, b"/some/page") or b"") == URL.size == 124
+
+
+async def test_lambda0_updates_from_many_clients_are_not_lost(server: LocalRedis) -> None:
+    stores = [await RedisStore.connect(server.url, shards=4) for _ in range(4)]
+    obs = [DispatchObservation("a.example", math.log(3.0), gated=False)] * 5
+    cfg = TrackerConfig(window=64, clip=2)
+    try:
+        await asyncio.gather(*(s.observe_dispatch(obs, cfg) for s in stores for _ in range(25)))
+        stats = await stores[0].stats(T0, 0)
+        assert stats.lambda0_observations == 4 * 25 * 5
+        assert stats.lambda0 == pytest.approx(3.0)
+    finally:
+        for s in stores:
+            await s.close()
+
+
+async def test_other_shard_count_is_refused(server: LocalRedis, store: RedisStore) -> None:
+    with pytest.raises(ValueError, match="4 shards"):
+        await RedisStore.connect(server.url, shards=8)
+
+
+async def test_outage_raises_store_unavailable_and_recovers() -> None:
+    server = LocalRedis(aof=True).start()
+    try:
+        store = await RedisStore.connect(server.url, shards=2)
+        await store.upsert_urls([rec("https://a.example/1")], T0)
+        server.kill()
+        with pytest.raises(StoreUnavailable):
+            await store.get_urls(["https://a.example/1"])
+        assert not await store.ping()
+        server.start()
+        (state,) = await store.get_urls(["https://a.example/1"])  # AOF kept it
+        assert state is not None and state.due_at == T0 + 100.0
+        assert await store.ping()
+        await store.close()
+    finally:
+        server.stop()
+
+
+async def test_one_leader_at_a_time(server: LocalRedis) -> None:
+    a, b = [await RedisStore.connect(server.url, shards=4) for _ in range(2)]
+    try:
+        assert await a.try_lead("rescorer", "a", 0.2)
+        assert not await b.try_lead("rescorer", "b", 0.2)
+        assert await a.try_lead("rescorer", "a", 0.2)  # renewal
+        with redis.Redis(port=server.port) as raw:
+            raw.delete("cs:{g}:lead:rescorer")  # the holder died and its claim lapsed
+        assert await b.try_lead("rescorer", "b", 0.2)
+        assert not await a.try_lead("rescorer", "a", 0.2)
+    finally:
+        await a.close()
+        await b.close()
