@@ -99,13 +99,19 @@ def create_app(
     """
     settings = settings or get_settings()
     given = store or (build_store(settings) if settings.store == "memory" else None)
+    fixed_clock = clock
     clock = clock or build_clock(settings)
     metrics = Metrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = given or await open_store(settings)
-        context = app.state.context = Context(opened, clock, settings, metrics)
+        shared_clock = clock
+        if fixed_clock is None and settings.clock == "accelerated":
+            # replicas on one store count simulated time from one epoch
+            epoch = await opened.clock_epoch(time.time())
+            shared_clock = AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
+        context = app.state.context = Context(opened, shared_clock, settings, metrics)
         task = asyncio.create_task(run_rescorer(context), name="rescorer")
         try:
             yield

@@ -74,14 +74,18 @@ class ManualClock:
 
 
 class AcceleratedClock:
-    """``start + speed × (wall seconds since creation)``, monotonic.
+    """``start + speed × (wall seconds since the epoch)``.
 
     Parameters
     ----------
     speed : float
         Clock seconds per wall second (> 0).
     start : float, optional
-        Clock time at creation, Unix s; defaults to the system time.
+        Clock time at the epoch, Unix s; defaults to the epoch itself.
+    epoch : float, optional
+        Wall time (Unix s) the clock counts from; defaults to the moment of creation
+        (then the clock is monotonic).  Processes given one epoch, start and speed
+        read the same time (replicated API processes).
 
     Raises
     ------
@@ -89,12 +93,16 @@ class AcceleratedClock:
         If ``speed`` is not positive.
     """
 
-    def __init__(self, speed: float, start: float | None = None) -> None:
+    def __init__(
+        self, speed: float, start: float | None = None, epoch: float | None = None
+    ) -> None:
         if not speed > 0:
             raise ValueError("`speed` must be > 0")
         self._speed = float(speed)
-        self._start = time.time() if start is None else float(start)
-        self._wall0 = time.monotonic()
+        self._epoch = None if epoch is None else float(epoch)
+        self._mono0 = time.monotonic()
+        wall = time.time() if epoch is None else float(epoch)
+        self._start = wall if start is None else float(start)
 
     @property
     def rate(self) -> float:
@@ -103,4 +111,8 @@ class AcceleratedClock:
 
     def now(self) -> float:
         """Current accelerated time, s."""
-        return self._start + (time.monotonic() - self._wall0) * self._speed
+        if self._epoch is None:
+            elapsed = time.monotonic() - self._mono0
+        else:
+            elapsed = time.time() - self._epoch
+        return self._start + elapsed * self._speed

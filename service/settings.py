@@ -27,7 +27,9 @@ class Settings(BaseSettings):
 
     clock: Literal["system", "accelerated", "manual"] = "system"
     clock_speed: float = Field(1.0, gt=0, description="accelerated clock: clock s per wall s")
-    clock_start: float | None = Field(None, ge=0, description="clock time at start, Unix s")
+    clock_start: float | None = Field(
+        None, ge=0, description="accelerated clock: its reading when the first API process started"
+    )
 
     lease_ttl_s: float = Field(600.0, gt=0, description="a lease expires this long after dispatch")
     lease_history: int = Field(200_000, ge=1000, description="settled leases remembered")

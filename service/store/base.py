@@ -247,6 +247,11 @@ class Store(Protocol):
         """Counts for /metrics."""
         ...
 
+    async def clock_epoch(self, proposal: float) -> float:
+        """The wall time (Unix s) accelerated clocks of all API processes count from:
+        the first proposal the store kept."""
+        ...
+
     async def try_lead(self, role: str, owner: str, ttl_s: float) -> bool:
         """Claim (or renew) ``role`` for ``owner`` for ``ttl_s`` wall seconds; False while
         another owner holds it.  Lets one of several API processes run background work."""

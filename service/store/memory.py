@@ -405,6 +405,9 @@ class MemoryStore:
             top_hosts=tuple(top),
         )  # fmt: skip
 
+    async def clock_epoch(self, proposal: float) -> float:
+        return proposal  # one process: its own epoch
+
     async def try_lead(self, role: str, owner: str, ttl_s: float) -> bool:
         return True  # one process: always the leader
 

@@ -133,3 +133,8 @@ async def test_one_leader_at_a_time(server: LocalRedis) -> None:
     finally:
         await a.close()
         await b.close()
+
+
+async def test_first_clock_epoch_wins(store: RedisStore) -> None:
+    assert await store.clock_epoch(1234.5) == 1234.5
+    assert await store.clock_epoch(9999.0) == 1234.5

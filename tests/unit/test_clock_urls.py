@@ -54,3 +54,11 @@ def test_canonical_url_rejects(raw: str) -> None:
 
 def test_host_of() -> None:
     assert host_of("https://a.example:81/x") == "a.example:81"
+
+
+def test_accelerated_clocks_with_one_epoch_agree() -> None:
+    epoch = time.time() - 10.0
+    a = AcceleratedClock(100.0, start=5_000.0, epoch=epoch)
+    b = AcceleratedClock(100.0, start=5_000.0, epoch=epoch)
+    ta, tb = a.now(), b.now()
+    assert 5_000.0 + 1_000.0 <= ta <= tb <= ta + 100.0 * 1.0  # one wall second of slack

@@ -61,6 +61,11 @@ class GlobalKeys:
         """Hash: ``shards``, the shard count the data was written with."""
         return f"{self.prefix}:{{g}}:meta"
 
+    @property
+    def clock_epoch(self) -> str:
+        """String: wall time (Unix s) the API processes' accelerated clocks count from."""
+        return f"{self.prefix}:{{g}}:clock-epoch"
+
     def leader(self, role: str) -> str:
         """String: the API process that holds ``role`` (e.g. the rescorer), with a TTL."""
         return f"{self.prefix}:{{g}}:lead:{role}"

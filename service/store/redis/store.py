@@ -514,6 +514,12 @@ class RedisStore:
         )
 
     @_unavailable
+    async def clock_epoch(self, proposal: float) -> float:
+        key = self._global.clock_epoch
+        await self.client.set(key, repr(proposal), nx=True)
+        return float(await self.client.get(key) or proposal)
+
+    @_unavailable
     async def try_lead(self, role: str, owner: str, ttl_s: float) -> bool:
         key, ttl_ms = self._global.leader(role), max(1, int(ttl_s * 1000))
         if await self.client.set(key, owner, nx=True, px=ttl_ms):
