@@ -138,3 +138,17 @@ async def test_one_leader_at_a_time(server: LocalRedis) -> None:
 async def test_first_clock_epoch_wins(store: RedisStore) -> None:
     assert await store.clock_epoch(1234.5) == 1234.5
     assert await store.clock_epoch(9999.0) == 1234.5
+
+
+async def test_batches_larger_than_lua_unpack_limits(server: LocalRedis) -> None:
+    store = await RedisStore.connect(server.url, shards=1)
+    try:
+        batch = [rec(f"https://h{i}.example/") for i in range(9_000)]  # 9,000 hosts, 1 shard
+        assert sum(await store.upsert_urls(batch, T0)) == 9_000
+        grants = await store.lease_next(T0 + 500, 1_000, 60.0, dispatch_ahead=False)
+        assert len(grants) == 1_000
+        done = [CrawlOutcome(g.state.url, g.lease_id, T0 + 501, True, True) for g in grants]
+        assert await store.settle(done, 60.0, 0.0) == [EventStatus.ACCEPTED] * 1_000
+        assert (await store.stats(T0 + 501, 0)).urls == 9_000
+    finally:
+        await store.close()

@@ -23,14 +23,12 @@ class ShardKeys:
         return f"{self.prefix}:{{s{self.shard}}}:"
 
     @property
-    def all(self) -> tuple[str, ...]:
+    def all(self) -> tuple[bytes, ...]:
         """KEYS of every shard script: meta, hosts, ready, leases, deadlines, finished,
-        then the prefixes of the per-host queue and URL keys."""
+        then the prefixes of the per-host queue and URL keys (encoded once)."""
         t = self.tag
-        return (
-            f"{t}meta", f"{t}hosts", f"{t}ready", f"{t}leases", f"{t}deadlines",
-            f"{t}finished", f"{t}queue:", f"{t}urls:",
-        )  # fmt: skip
+        names = ("meta", "hosts", "ready", "leases", "deadlines", "finished", "queue:", "urls:")
+        return tuple(f"{t}{name}".encode() for name in names)
 
     @property
     def hosts(self) -> str:

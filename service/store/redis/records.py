@@ -52,11 +52,14 @@ def parse_lease_id(lease_id: str, shards: int) -> tuple[int, int, str] | None:
     return (shard, seq, parts[2]) if shard < shards and seq > 0 else None
 
 
-def unpack_url(blob: bytes, host: str, ukey: str, shard: int) -> UrlState:
-    """A URL record (with the lease suffix ``get.lua`` appends) as a snapshot."""
+def unpack_url(
+    blob: bytes, host: str, ukey: str, shard: int, lease: tuple[str, float] | None = None
+) -> UrlState:
+    """A URL record as a snapshot; its lease from the suffix ``get.lua`` appends, or
+    ``lease`` (id, deadline) when the caller knows it."""
     (w, delta, recall, nu, beta, thr, slam, reg, last, lsig, lclick, due,
      n, clicks, signals, crawls, changes, errors, seq) = URL.unpack_from(blob)  # fmt: skip
-    lease_id = deadline = None
+    lease_id, deadline = lease or (None, None)
     if seq and len(blob) > URL.size:
         (deadline,) = _DEADLINE.unpack_from(blob, URL.size)
         nonce = blob[URL.size + _DEADLINE.size :].decode()

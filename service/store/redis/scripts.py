@@ -25,7 +25,7 @@ Client = Redis | RedisCluster
 
 NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "signals", "clicks",
-    "peek", "lease", "lease_status", "settle", "observe", "lambda0", "stats", "stale_hosts",
+    "count", "lease", "lease_status", "settle", "observe", "lambda0", "stats", "stale_hosts",
 )  # fmt: skip
 
 
@@ -34,7 +34,7 @@ class Call:
     """One script call: script name, KEYS, ARGV."""
 
     script: str
-    keys: Sequence[str]
+    keys: Sequence[str | bytes]
     args: Sequence[str | bytes | int | float]
 
 

@@ -15,7 +15,6 @@ import math
 import secrets
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import Redis
@@ -81,6 +80,30 @@ def _unavailable(
     return wrapper
 
 
+def _share(available: Sequence[int], n: int) -> list[int]:
+    """Share ``n`` over bins holding ``available`` items: evenly, no bin over its count.
+
+    Examples
+    --------
+    >>> _share([5, 0, 1, 9], 8)
+    [4, 0, 1, 3]
+    """
+    take = [0] * len(available)
+    left = n
+    open_bins = [i for i, a in enumerate(available) if a > 0]
+    while left > 0 and open_bins:
+        each = max(1, left // len(open_bins))
+        for i in list(open_bins):
+            k = min(each, available[i] - take[i], left)
+            take[i] += k
+            left -= k
+            if take[i] == available[i]:
+                open_bins.remove(i)
+            if left == 0:
+                break
+    return take
+
+
 def _s(x: bytes | str) -> str:
     return x.decode() if isinstance(x, bytes) else x
 
@@ -142,6 +165,7 @@ class RedisStore:
         self.client = client
         self.shards = shards
         self._keys = [ShardKeys(n, prefix) for n in range(shards)]
+        self._script_keys = [k.all for k in self._keys]
         self._global = GlobalKeys(prefix)
         self._default_delay = default_crawl_delay_s
         self._cap = repr(float(max_revisit_s))
@@ -194,7 +218,7 @@ class RedisStore:
         return shard_of(host, self.shards)
 
     def _call(self, script: str, shard: int, args: Sequence[Any]) -> Call:
-        return Call(script, self._keys[shard].all, args)
+        return Call(script, self._script_keys[shard], args)
 
     async def _run(self, calls: Sequence[Call]) -> list[Any]:
         return await self._scripts.run(self.client, calls) if calls else []
@@ -362,56 +386,52 @@ class RedisStore:
     async def lease_next(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> list[LeaseGrant]:
-        now_arg = repr(now)
-        if self.shards == 1:
-            plan = {0: (n, n if dispatch_ahead else 0)}
-        else:
-            plan = await self._plan(now_arg, n, dispatch_ahead)
-        nonce = secrets.token_hex(4)
-        calls = [
-            self._call(
-                "lease",
-                shard,
-                (now_arg, k_due, k_total, repr(lease_ttl_s), nonce, self._history, _SCAN),
-            )  # fmt: skip
-            for shard, (k_due, k_total) in plan.items()
-        ]
-        answers = await self._run(calls)
+        """Counts the shards' due and not-yet-due hosts (reclaiming expired leases),
+        shares ``n`` over them (due hosts first), leases per shard; a shard that gives
+        fewer than its share (other processes, closed gates) leaves the rest to another
+        round, at most three."""
+        now_arg, nonce = repr(now), secrets.token_hex(4)
         grants: list[tuple[bool, float, str, LeaseGrant]] = []
-        deadline = now + lease_ttl_s
-        for shard, flat in zip(plan, answers, strict=True):
-            for i in range(0, len(flat), 6):
-                host, ukey = _s(flat[i]), _s(flat[i + 1])
-                seq, gated, ready = int(flat[i + 3]), bool(flat[i + 4]), float(flat[i + 5])
-                lease_id = format_lease_id(shard, seq, nonce)
-                state = unpack_url(flat[i + 2], host, ukey, shard)
-                state = replace(state, lease_id=lease_id, lease_deadline=deadline)
-                grant = LeaseGrant(lease_id, deadline, state, gated)
-                grants.append((ready > now, ready, host, grant))
+        for _ in range(3):
+            counts = await self._run(
+                [self._call("count", s, (now_arg, self._history)) for s in range(self.shards)]
+            )
+            want = n - len(grants)
+            due = _share([int(c[0]) for c in counts], want)
+            later = [int(c[1]) for c in counts]
+            ahead = _share(later, want - sum(due)) if dispatch_ahead else [0] * self.shards
+            plan = [(s, due[s], ahead[s]) for s in range(self.shards) if due[s] + ahead[s]]
+            if not plan:
+                break
+            ttl = repr(lease_ttl_s)
+            answers = await self._run(
+                [
+                    self._call("lease", s, (now_arg, kd, ka, ttl, nonce, self._history, _SCAN))
+                    for s, kd, ka in plan
+                ]
+            )
+            before = len(grants)
+            for (shard, _, _), flat in zip(plan, answers, strict=True):
+                grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s)
+            if len(grants) in (before, n):
+                break
         grants.sort(key=lambda g: g[:3])
         return [g[3] for g in grants]
 
-    async def _plan(self, now_arg: str, n: int, ahead: bool) -> dict[int, tuple[int, int]]:
-        """How many due and how many hosts in all to lease from each shard, merging the
-        shards' ready hosts in readiness order (as one sorted set would)."""
-        calls = [
-            self._call("peek", s, (now_arg, n, self._history, _SCAN)) for s in range(self.shards)
-        ]
-        answers = await self._run(calls)
-        due: list[tuple[float, str, int]] = []
-        later: list[tuple[float, str, int]] = []
-        for shard, (d, a) in enumerate(answers):
-            due += [(float(d[i + 1]), _s(d[i]), shard) for i in range(0, len(d), 2)]
-            later += [(float(a[i + 1]), _s(a[i]), shard) for i in range(0, len(a), 2)]
-        due = sorted(due)[:n]
-        later = sorted(later)[: n - len(due)] if ahead else []
-        plan: dict[int, list[int]] = defaultdict(lambda: [0, 0])
-        for _, _, shard in due:
-            plan[shard][0] += 1
-            plan[shard][1] += 1
-        for _, _, shard in later:
-            plan[shard][1] += 1
-        return {s: (k[0], k[1] if ahead else 0) for s, k in plan.items()}
+    @staticmethod
+    def _grants(
+        shard: int, flat: list[Any], nonce: str, now: float, deadline: float
+    ) -> list[tuple[bool, float, str, LeaseGrant]]:
+        """Decode ``lease.lua``'s answer; each grant keyed for the merge (not due first,
+        then readiness, then host: the order one sorted set of all hosts would give)."""
+        out = []
+        for i in range(0, len(flat), 6):
+            host, ukey = _s(flat[i]), _s(flat[i + 1])
+            seq, gated, ready = int(flat[i + 3]), bool(flat[i + 4]), float(flat[i + 5])
+            lease_id = format_lease_id(shard, seq, nonce)
+            state = unpack_url(flat[i + 2], host, ukey, shard, (lease_id, deadline))
+            out.append((ready > now, ready, host, LeaseGrant(lease_id, deadline, state, gated)))
+        return out
 
     @_unavailable
     async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:

@@ -1,56 +1,85 @@
--- Lease URLs of one shard: hosts due now first (readiness order), then, up to the
--- total, not-yet-due URLs of hosts whose politeness gate is open (readiness order).
--- One URL per host: its gate moves to now + crawl delay.
+-- Lease URLs of one shard: up to k_due + k_ahead hosts, those due now first (readiness
+-- order), then at most k_ahead hosts not yet due whose politeness gate is open
+-- (readiness order: their URLs go out below threshold).  One URL per host, its earliest
+-- due; the host's gate moves to now + crawl delay.
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] most due hosts; ARGV[3] most hosts in all, counting the
--- due ones (0: none not yet due); ARGV[4] lease
--- TTL, s; ARGV[5] nonce of this call (no white space); ARGV[6] lease history kept;
--- ARGV[7] most not-yet-ready hosts scanned for an open gate.
+-- ARGV[1] now, Unix s; ARGV[2] k_due; ARGV[3] k_ahead; ARGV[4] lease TTL, s; ARGV[5]
+-- nonce of this call (no white space); ARGV[6] lease history kept; ARGV[7] most
+-- not-yet-due hosts scanned for an open gate.
 -- Returns per grant: host, url key, packed record (as leased), lease seq, gated (0/1),
 -- readiness the host had (Unix s).
 local now_arg = ARGV[1]
-local now, k_due, k_total, ttl = num(now_arg), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local now, k_due, k_ahead, ttl = num(now_arg), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local nonce, history, scan = ARGV[5], num(ARGV[6]), num(ARGV[7])
 reclaim(now_arg, history)
-local out = {}
-local taken = 0
 
-local function lease_one(host)
-  local h = get_host(host)
-  local ukey = redis.call('ZPOPMIN', K_QUEUE .. host)[1]
+-- which hosts: due ones, then open ones among the not yet due
+local chosen = {}
+local records = {}
+if k_due + k_ahead > 0 then
+  local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'LIMIT', 0, k_due + k_ahead)
+  if #due > 0 then
+    local recs = bulk('HMGET', K_HOSTS, due, 1)
+    for i, host in ipairs(due) do
+      chosen[#chosen + 1] = host
+      records[host] = recs[i]
+    end
+  end
+end
+local ahead, offset = 0, 0
+k_ahead = math.min(k_ahead, k_due + k_ahead - #chosen)
+while ahead < k_ahead and offset < scan do
+  local chunk = math.min(2 * (k_ahead - ahead) + 16, scan - offset)
+  local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'LIMIT', offset, chunk)
+  if #later == 0 then break end
+  local recs = bulk('HMGET', K_HOSTS, later, 1)
+  for i, host in ipairs(later) do
+    if ahead < k_ahead and select(2, struct.unpack(HOST, recs[i])) <= now then
+      chosen[#chosen + 1] = host
+      records[host] = recs[i]
+      ahead = ahead + 1
+    end
+  end
+  offset = offset + #later
+end
+if #chosen == 0 then return {} end
+
+-- lease one URL of each; the writes shared by all go out in one call each
+local seq0 = redis.call('HINCRBY', K_META, 'lseq', #chosen) - #chosen
+local deadline = now + ttl
+local out, host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}, {}
+for i, host in ipairs(chosen) do
+  local h = {}
+  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, records[host])
+  local q = K_QUEUE .. host
+  local ukey = redis.call('ZPOPMIN', q)[1]
   local u = get_url(host, ukey)
   local gated = 0
   if u.due <= now and h.gate > u.due then gated = 1 end
-  local ready = math.max(u.due, h.gate)
+  local was_ready = math.max(u.due, h.gate)
   h.gate = now + h.delay
-  put_host(host, h)
-  refresh(host, h.gate)
-  local seq = redis.call('HINCRBY', K_META, 'lseq', 1)
-  local deadline = now + ttl
-  put_lease(seq, {status = ACTIVE, deadline = deadline, nonce = nonce, host = host, ukey = ukey})
-  redis.call('ZADD', K_DEADLINES, deadline, seq)
+  local seq = seq0 + i
   u.lease = seq
   local rec = pack_url(u)
   redis.call('HSET', K_URLS .. host, ukey, rec)
-  out[#out + 1] = host
-  out[#out + 1] = ukey
-  out[#out + 1] = rec
-  out[#out + 1] = seq
-  out[#out + 1] = gated
-  out[#out + 1] = str(ready)
-  taken = taken + 1
-end
-
-while taken < k_due do
-  local head = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'LIMIT', 0, 1)
-  if not head[1] then break end
-  lease_one(head[1])
-end
-if taken < k_total then
-  local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'LIMIT', 0, scan)
-  for _, host in ipairs(later) do
-    if taken >= k_total then break end
-    if get_host(host).gate <= now then lease_one(host) end
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  if head[1] then
+    ready[#ready + 1] = math.max(num(head[2]), h.gate)
+    ready[#ready + 1] = host
+  else
+    gone[#gone + 1] = host
   end
+  host_recs[#host_recs + 1] = host
+  host_recs[#host_recs + 1] = struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored)
+  leases[#leases + 1] = seq
+  leases[#leases + 1] = struct.pack('<Bd', ACTIVE, deadline) .. nonce .. ' ' .. host .. ' ' .. ukey
+  deadlines[#deadlines + 1] = deadline
+  deadlines[#deadlines + 1] = seq
+  for _, v in ipairs({host, ukey, rec, seq, gated, str(was_ready)}) do out[#out + 1] = v end
 end
+bulk('HSET', K_HOSTS, host_recs, 2)
+bulk('ZADD', K_READY, ready, 2)
+bulk('ZREM', K_READY, gone, 1)
+bulk('HSET', K_LEASES, leases, 2)
+bulk('ZADD', K_DEADLINES, deadlines, 2)
 return out

@@ -27,6 +27,20 @@ local function isnan(x) return x ~= x end
 local function num(s) return tonumber(s) end
 local function str(x) return string.format('%.17g', x) end
 
+-- cmd key items...: in chunks (Lua's unpack takes a few thousand values at most) of
+-- whole groups of `stride` items; returns the answers of all chunks, concatenated.
+local function bulk(cmd, key, items, stride)
+  local out = {}
+  local size = 512 * stride
+  for i = 1, #items, size do
+    local got = redis.call(cmd, key, unpack(items, i, math.min(i + size - 1, #items)))
+    if type(got) == 'table' then
+      for _, v in ipairs(got) do out[#out + 1] = v end
+    end
+  end
+  return out
+end
+
 -- URL record: W, Δ, recall, ν, β, ι, Λ scored, registered, last crawl, last signal,
 -- last click, due (doubles; NaN = none), then n since crawl, clicks, signals, crawls,
 -- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes.
@@ -106,6 +120,26 @@ local function refresh(host, gate)
   end
 end
 
+-- Re-key many hosts at once (a set: host -> true): one HMGET, one ZADD, one ZREM.
+local function refresh_all(touched)
+  local hosts = {}
+  for host in pairs(touched) do hosts[#hosts + 1] = host end
+  if #hosts == 0 then return end
+  local recs = bulk('HMGET', K_HOSTS, hosts, 1)
+  local ready, gone = {}, {}
+  for i, host in ipairs(hosts) do
+    local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
+    if head[1] then
+      ready[#ready + 1] = math.max(num(head[2]), select(2, struct.unpack(HOST, recs[i])))
+      ready[#ready + 1] = host
+    else
+      gone[#gone + 1] = host
+    end
+  end
+  bulk('ZADD', K_READY, ready, 2)
+  bulk('ZREM', K_READY, gone, 1)
+end
+
 -- Set a URL's due time; an unleased URL moves in its host queue.  Returns true when
 -- the host's readiness may have changed (the caller refreshes once per host).
 local function move(host, ukey, u, new_due)
@@ -117,15 +151,20 @@ local function move(host, ukey, u, new_due)
   return false
 end
 
--- A lease ends (expired or settled): remember it for duplicates, trim the history.
-local function finish(seq, l, status, history)
+-- A lease ends (expired or settled): remember it for duplicates.  The caller trims
+-- the history once, with trim_history, after its batch.
+local function finish(seq, l, status)
   l.status = status
   put_lease(seq, l)
   redis.call('ZADD', K_FINISHED, seq, seq)
+end
+local function trim_history(history)
   local excess = redis.call('ZCARD', K_FINISHED) - history
   if excess > 0 then
     local old = redis.call('ZPOPMIN', K_FINISHED, excess)
-    for i = 1, #old, 2 do redis.call('HDEL', K_LEASES, old[i]) end
+    local fields = {}
+    for i = 1, #old, 2 do fields[#fields + 1] = old[i] end
+    bulk('HDEL', K_LEASES, fields, 1)
   end
 end
 
@@ -135,7 +174,7 @@ local function reclaim(now_arg, history)
   for _, seq in ipairs(expired) do
     redis.call('ZREM', K_DEADLINES, seq)
     local l = get_lease(seq)
-    finish(seq, l, EXPIRED, history)
+    finish(seq, l, EXPIRED)
     redis.call('HINCRBY', K_META, 'expired', 1)
     local u = get_url(l.host, l.ukey)
     u.lease = 0
@@ -143,6 +182,7 @@ local function reclaim(now_arg, history)
     redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey)
     refresh(l.host, get_host(l.host).gate)
   end
+  if #expired > 0 then trim_history(history) end
   return #expired
 end
 

@@ -14,12 +14,13 @@ for i = 2, #ARGV, 2 do
     redis.call('HINCRBY', K_META, 'urls', -1)
     if u.lease ~= 0 then
       redis.call('ZREM', K_DEADLINES, u.lease)
-      finish(u.lease, get_lease(u.lease), EXPIRED, history)
+      finish(u.lease, get_lease(u.lease), EXPIRED)
     else
       redis.call('ZREM', K_QUEUE .. host, ukey)
     end
     touched[host] = true
   end
 end
-for host in pairs(touched) do refresh(host, get_host(host).gate) end
+refresh_all(touched)
+trim_history(history)
 return removed

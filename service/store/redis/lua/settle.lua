@@ -9,6 +9,7 @@
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local out = {}
 local touched = {}
+local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
 for i = 5, #ARGV, 7 do
   local host, ukey, seq, nonce = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local fetched, ok, changed = num(ARGV[i + 4]), ARGV[i + 5] == '1', ARGV[i + 6] == '1'
@@ -22,11 +23,14 @@ for i = 5, #ARGV, 7 do
     out[#out + 1] = 2
   else
     if l.status == ACTIVE then
-      redis.call('ZREM', K_DEADLINES, seq)
+      settled_active[#settled_active + 1] = seq
     else
       redis.call('ZREM', K_QUEUE .. host, ukey)
     end
-    finish(seq, l, SETTLED, history)
+    l.status = SETTLED
+    put_lease(seq, l)
+    settled[#settled + 1] = seq
+    settled[#settled + 1] = seq
     u.lease = 0
     if ok then
       u.crawls = u.crawls + 1
@@ -45,5 +49,8 @@ for i = 5, #ARGV, 7 do
     out[#out + 1] = 0
   end
 end
-for host in pairs(touched) do refresh(host, get_host(host).gate) end
+bulk('ZREM', K_DEADLINES, settled_active, 1)
+bulk('ZADD', K_FINISHED, settled, 2)
+refresh_all(touched)
+trim_history(history)
 return out

@@ -24,5 +24,5 @@ for i = 3, #ARGV, 3 do
     put_url(host, ukey, u)
   end
 end
-for host in pairs(touched) do refresh(host, get_host(host).gate) end
+refresh_all(touched)
 return out

@@ -6,23 +6,24 @@
 -- Returns per URL 1 (new) or 0 (updated).
 local now, cap, default_delay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
-local touched = {}
+local hosts = {}  -- host -> record, written once at the end
+local new_urls = 0
 for i = 4, #ARGV, 3 do
   local host, ukey = ARGV[i], ARGV[i + 1]
   local w, delta, recall, nu, beta, thr, slam, last, delay = struct.unpack('<ddddddddd', ARGV[i + 2])
-  local h = get_host(host)
+  local h = hosts[host] or get_host(host)
   if not h then
     h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN}
   end
   if not isnan(delay) then h.delay = delay end
-  put_host(host, h)
+  hosts[host] = h
   local u = get_url(host, ukey)
   if u then
     out[#out + 1] = 0
   else
     u = {reg = now, last = NAN, lsig = NAN, lclick = NAN, due = NAN, n = 0, clicks = 0,
          signals = 0, crawls = 0, changes = 0, errors = 0, lease = 0}
-    redis.call('HINCRBY', K_META, 'urls', 1)
+    new_urls = new_urls + 1
     out[#out + 1] = 1
   end
   u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
@@ -31,7 +32,12 @@ for i = 4, #ARGV, 3 do
   end
   move(host, ukey, u, due_time(u, cap))
   put_url(host, ukey, u)
-  touched[host] = h.gate
 end
-for host, gate in pairs(touched) do refresh(host, gate) end
+local touched = {}
+for host, h in pairs(hosts) do
+  put_host(host, h)
+  touched[host] = true
+end
+if new_urls > 0 then redis.call('HINCRBY', K_META, 'urls', new_urls) end
+refresh_all(touched)
 return out
