@@ -57,7 +57,6 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
         ],
         ctx.tracker,
     )
-    lambda_of = await ctx.store.host_thresholds(sorted({g.state.host for g in grants}))
     ctx.metrics.dispatched.inc(len(grants))
     ctx.metrics.dispatch_shortfall.inc(n - len(grants))
     return NextOut(
@@ -69,7 +68,7 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
                 lease_id=g.lease_id,
                 deadline=g.deadline,
                 crawl_value=float(v),
-                threshold=lambda_of[g.state.host],
+                threshold=g.threshold,
                 due_at=g.state.due_at,
             )
             for g, v in zip(grants, values, strict=True)

@@ -127,6 +127,7 @@ class LeaseGrant:
     deadline: float
     state: UrlState  # as it was when leased
     gated: bool  # it was due before its host's politeness gate opened
+    threshold: float  # Λ_h = λ₀ + λ_h of its host when leased
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +241,8 @@ class Store(Protocol):
     async def observe_dispatch(
         self, observations: Sequence[DispatchObservation], config: TrackerConfig
     ) -> None:
-        """Fold crawl values at dispatch into the λ₀ and λ_h estimates."""
+        """Fold crawl values at dispatch into the λ₀ and λ_h estimates (a store may
+        buffer them briefly; every read of the estimates sees them)."""
         ...
 
     async def stats(self, now: float, top_hosts: int) -> StoreStats:

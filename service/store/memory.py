@@ -304,7 +304,7 @@ class MemoryStore:
         self._shards[host.shard].leases.add((deadline, lease_id))
         u = self._urls[url]
         u.lease_id, u.lease_deadline = lease_id, deadline
-        return LeaseGrant(lease_id, deadline, self._snapshot(u), gated)
+        return LeaseGrant(lease_id, deadline, self._snapshot(u), gated, self._lambda_of(host))
 
     def _ready_hosts(self, now: float) -> Iterator[Host]:
         """Hosts whose gate has opened, by readiness (merged over shards)."""

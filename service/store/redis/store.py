@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
@@ -63,6 +64,11 @@ _RESULT = {0: EventStatus.ACCEPTED, 2: EventStatus.STALE, 3: EventStatus.DUPLICA
 _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 #: Not-yet-ready hosts a lease call scans per shard for an open politeness gate.
 _SCAN = 4096
+#: Dispatch observations are folded into λ₀/λ_h in batches: this many, or this old (s).
+_FLUSH_OBSERVATIONS = 512
+_FLUSH_AFTER_S = 0.1
+#: λ₀ read for the thresholds reported with leases may be this old, wall s.
+_LAMBDA0_MAX_AGE_S = 1.0
 
 
 def _unavailable(
@@ -172,6 +178,11 @@ class RedisStore:
         self._history = max(1, math.ceil(lease_history / shards))
         self._initial = None if initial_lambda0 is None else math.log(initial_lambda0)
         self._scripts = ScriptSet()
+        self._pending: list[DispatchObservation] = []
+        self._pending_config = TrackerConfig()
+        self._pending_since = 0.0
+        self._lam0 = LogMean()
+        self._lam0_read_at = -math.inf
 
     @classmethod
     async def connect(cls, url: str, **options: Any) -> RedisStore:
@@ -224,8 +235,18 @@ class RedisStore:
         return await self._scripts.run(self.client, calls) if calls else []
 
     async def _lambda0(self) -> LogMean:
+        """The current λ₀ estimate, pending observations folded in first."""
+        await self._flush()
         mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])
-        return LogMean(None if mean is None else float(mean), float(count or 0.0))
+        self._lam0 = LogMean(None if mean is None else float(mean), float(count or 0.0))
+        self._lam0_read_at = time.monotonic()
+        return self._lam0
+
+    async def _recent_lambda0(self) -> LogMean:
+        """λ₀ read at most ``_LAMBDA0_MAX_AGE_S`` ago (for reporting, not for decisions)."""
+        if time.monotonic() - self._lam0_read_at > _LAMBDA0_MAX_AGE_S:
+            return await self._lambda0()
+        return self._lam0
 
     def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
         """(position, host, url key) of each URL, grouped by shard."""
@@ -297,6 +318,7 @@ class RedisStore:
 
     @_unavailable
     async def get_host(self, host: str, now: float) -> HostState | None:
+        await self._flush()
         (answer,) = await self._run([self._call("host", self._shard(host), (host, repr(now)))])
         if answer is None:
             return None
@@ -318,6 +340,7 @@ class RedisStore:
         groups: dict[int, list[str]] = defaultdict(list)
         for h in hosts:
             groups[self._shard(h)].append(h)
+        await self._flush()
         pipe = self.client.pipeline(transaction=False)
         pipe.hmget(self._global.multiplier, ["mean"])
         for shard, names in groups.items():
@@ -411,8 +434,9 @@ class RedisStore:
                 ]
             )
             before = len(grants)
+            lam0 = (await self._recent_lambda0()).value
             for (shard, _, _), flat in zip(plan, answers, strict=True):
-                grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s)
+                grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s, lam0)
             if len(grants) in (before, n):
                 break
         grants.sort(key=lambda g: g[:3])
@@ -420,17 +444,20 @@ class RedisStore:
 
     @staticmethod
     def _grants(
-        shard: int, flat: list[Any], nonce: str, now: float, deadline: float
+        shard: int, flat: list[Any], nonce: str, now: float, deadline: float, lam0: float | None
     ) -> list[tuple[bool, float, str, LeaseGrant]]:
         """Decode ``lease.lua``'s answer; each grant keyed for the merge (not due first,
         then readiness, then host: the order one sorted set of all hosts would give)."""
         out = []
-        for i in range(0, len(flat), 6):
+        for i in range(0, len(flat), 7):
             host, ukey = _s(flat[i]), _s(flat[i + 1])
             seq, gated, ready = int(flat[i + 3]), bool(flat[i + 4]), float(flat[i + 5])
             lease_id = format_lease_id(shard, seq, nonce)
             state = unpack_url(flat[i + 2], host, ukey, shard, (lease_id, deadline))
-            out.append((ready > now, ready, host, LeaseGrant(lease_id, deadline, state, gated)))
+            mean = LogMean(float(flat[i + 6]), 1.0) if flat[i + 6] else LogMean()
+            threshold = (lam0 or 0.0) + host_multiplier(lam0, mean)
+            grant = LeaseGrant(lease_id, deadline, state, gated, threshold)
+            out.append((ready > now, ready, host, grant))
         return out
 
     @_unavailable
@@ -481,16 +508,39 @@ class RedisStore:
     async def observe_dispatch(
         self, observations: Sequence[DispatchObservation], config: TrackerConfig
     ) -> None:
+        """Buffer the observations; fold them in (atomically, by script) once
+        ``_FLUSH_OBSERVATIONS`` are pending or the oldest is ``_FLUSH_AFTER_S`` old, and
+        before any read of the estimates.  A crash loses at most that buffer of
+        estimator input, never an event."""
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.extend(observations)
+        self._pending_config = config
+        if (
+            len(self._pending) >= _FLUSH_OBSERVATIONS
+            or time.monotonic() - self._pending_since >= _FLUSH_AFTER_S
+        ):
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """Fold the pending observations into λ₀ (global script), then λ_h (per shard)."""
+        observations, self._pending = self._pending, []
+        if not observations:
+            return
+        config = self._pending_config
         window, clip = repr(float(config.window)), repr(float(config.clip))
         free = [
             repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)
         ]
         if free:
             call = Call("lambda0", (self._global.multiplier,), (window, clip, *free))
-            ((mean_s, _),) = await self._run([call])
-            log_lam0 = float(mean_s) if mean_s else None
+            ((mean_s, count_s),) = await self._run([call])
+            self._lam0 = LogMean(float(mean_s) if mean_s else None, float(count_s))
+            self._lam0_read_at = time.monotonic()
+            log_lam0 = self._lam0.log_mean
         else:
-            log_lam0 = (await self._lambda0()).log_mean
+            mean, _ = await self.client.hmget(self._global.multiplier, ["mean", "count"])
+            log_lam0 = None if mean is None else float(mean)
         groups: dict[int, list[str]] = defaultdict(list)
         for o in observations:
             x = o.log_value if o.gated else log_lam0
@@ -503,6 +553,7 @@ class RedisStore:
     # -- operations --------------------------------------------------------------------------------
     @_unavailable
     async def stats(self, now: float, top_hosts: int) -> StoreStats:
+        await self._flush()
         head = (repr(now), self._history, top_hosts)
         answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
         lam0 = await self._lambda0()
@@ -560,4 +611,8 @@ class RedisStore:
             return False
 
     async def close(self) -> None:
+        try:
+            await self._flush()
+        except (RedisError, StoreUnavailable):
+            pass  # Redis is gone: the buffered estimator input goes with it
         await self.client.aclose()

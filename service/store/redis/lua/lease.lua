@@ -7,7 +7,7 @@
 -- nonce of this call (no white space); ARGV[6] lease history kept; ARGV[7] most
 -- not-yet-due hosts scanned for an open gate.
 -- Returns per grant: host, url key, packed record (as leased), lease seq, gated (0/1),
--- readiness the host had (Unix s).
+-- readiness the host had (Unix s), the host's log-mean estimate (ln Λ_h; '' = none).
 local now_arg = ARGV[1]
 local now, k_due, k_ahead, ttl = num(now_arg), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local nonce, history, scan = ARGV[5], num(ARGV[6]), num(ARGV[7])
@@ -75,7 +75,9 @@ for i, host in ipairs(chosen) do
   leases[#leases + 1] = struct.pack('<Bd', ACTIVE, deadline) .. nonce .. ' ' .. host .. ' ' .. ukey
   deadlines[#deadlines + 1] = deadline
   deadlines[#deadlines + 1] = seq
-  for _, v in ipairs({host, ukey, rec, seq, gated, str(was_ready)}) do out[#out + 1] = v end
+  local mean = ''
+  if not isnan(h.mean) then mean = str(h.mean) end
+  for _, v in ipairs({host, ukey, rec, seq, gated, str(was_ready), mean}) do out[#out + 1] = v end
 end
 bulk('HSET', K_HOSTS, host_recs, 2)
 bulk('ZADD', K_READY, ready, 2)
