@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["MAX_URL_LENGTH", "canonical_url", "host_of"]
@@ -10,6 +11,12 @@ __all__ = ["MAX_URL_LENGTH", "canonical_url", "host_of"]
 MAX_URL_LENGTH = 2048
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_WHITE_SPACE = re.compile(r"\s")
+#: Already canonical: lower-case scheme and host, no port or a non-default one, a path,
+#: no fragment, no white space, no empty trailing query (the fast path of canonical_url).
+_CANONICAL = re.compile(
+    r"(https?)://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::([1-9][0-9]{0,4}))?/[^\s#]*(?<!\?)"
+)
 
 
 def canonical_url(raw: str) -> str:
@@ -33,7 +40,19 @@ def canonical_url(raw: str) -> str:
     """
     if len(raw) > MAX_URL_LENGTH:
         raise ValueError(f"URL longer than {MAX_URL_LENGTH} characters")
-    if any(c.isspace() for c in raw):
+    fast = _CANONICAL.fullmatch(raw)
+    if fast is not None and _port_is_canonical(fast.group(1), fast.group(2)):
+        return raw
+    return _canonicalise(raw)
+
+
+def _port_is_canonical(scheme: str, port: str | None) -> bool:
+    return port is None or _DEFAULT_PORTS[scheme] != int(port) <= 65535
+
+
+def _canonicalise(raw: str) -> str:
+    """The general path of :func:`canonical_url` (``urllib.parse``)."""
+    if _WHITE_SPACE.search(raw):
         raise ValueError("URL contains white space")
     try:
         parts = urlsplit(raw)
@@ -58,4 +77,4 @@ def host_of(url: str) -> str:
     >>> host_of("https://shop.example:8443/a")
     'shop.example:8443'
     """
-    return urlsplit(url).netloc
+    return url.split("/", 3)[2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from service.clock import AcceleratedClock, ManualClock, SystemClock
@@ -62,3 +63,27 @@ def test_accelerated_clocks_with_one_epoch_agree() -> None:
     b = AcceleratedClock(100.0, start=5_000.0, epoch=epoch)
     ta, tb = a.now(), b.now()
     assert 5_000.0 + 1_000.0 <= ta <= tb <= ta + 100.0 * 1.0  # one wall second of slack
+
+
+def test_fast_path_of_canonical_url_agrees_with_the_general_one() -> None:
+    from service.urls import _canonicalise
+
+    rng = np.random.default_rng(7)
+    pieces = {
+        "scheme": ["http", "https", "HTTP", "ftp"],
+        "host": ["a.example", "A.example", "x-1.example", "-bad.example", "a.example.", "[::1]"],
+        "port": ["", ":80", ":443", ":8080", ":0", ":080", ":99999", ":"],
+        "path": ["/", "", "/p", "/p?q=1", "/p?", "//x", "/a b", "/p#f", "/%41?x=%20", "/\x01"],
+    }
+    for _ in range(3000):
+        parts = {k: v[rng.integers(len(v))] for k, v in pieces.items()}
+        url = f"{parts['scheme']}://{parts['host']}{parts['port']}{parts['path']}"
+        try:
+            expected: str | None = _canonicalise(url)
+        except ValueError:
+            expected = None
+        try:
+            got: str | None = canonical_url(url)
+        except ValueError:
+            got = None
+        assert got == expected, url

@@ -257,16 +257,27 @@ class RedisStore:
         return groups
 
     async def _per_url(
-        self, script: str, urls: Sequence[str], head: Sequence[Any], extra: Sequence[Any]
+        self,
+        script: str,
+        urls: Sequence[str],
+        head: Sequence[Any],
+        extra: Sequence[Any],
+        *,
+        joined: bool = False,
     ) -> list[Any]:
-        """Run ``script`` per shard over ``urls`` (host, url key, extra[i] each); the
-        answers back in the order of ``urls``."""
+        """Run ``script`` per shard over ``urls``: host, url key and ``extra[i]`` (if
+        any) of each as arguments after ``head``, or, ``joined``, all of them in one
+        space-separated argument (cheaper to send); the answers back in the order of
+        ``urls``, each with its shard."""
         groups = self._by_shard(urls)
         calls = []
         for shard, items in groups.items():
             args: list[Any] = list(head)
-            for i, host, ukey in items:
-                args += (host, ukey, extra[i]) if extra else (host, ukey)
+            if joined:
+                args.append(" ".join(f"{host} {ukey} {extra[i]}" for i, host, ukey in items))
+            else:
+                for i, host, ukey in items:
+                    args += (host, ukey, extra[i]) if extra else (host, ukey)
             calls.append(self._call(script, shard, args))
         answers = await self._run(calls)
         out: list[Any] = [None] * len(urls)
@@ -395,13 +406,13 @@ class RedisStore:
     ) -> list[EventStatus]:
         head = (repr(discard_within_s), self._cap)
         times = [repr(e.time) for e in events]
-        answers = await self._per_url("signals", [e.url for e in events], head, times)
+        answers = await self._per_url("signals", [e.url for e in events], head, times, joined=True)
         return [_EVENT[a] for _, a in answers]
 
     @_unavailable
     async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
         times = [repr(e.time) for e in events]
-        answers = await self._per_url("clicks", [e.url for e in events], (), times)
+        answers = await self._per_url("clicks", [e.url for e in events], (), times, joined=True)
         return [_EVENT[a] for _, a in answers]
 
     # -- leases ----------------------------------------------------------------------------------
@@ -485,17 +496,17 @@ class RedisStore:
         self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
     ) -> list[EventStatus]:
         head = [repr(retry_delay_s), repr(discard_within_s), self._cap, self._history]
-        groups: dict[int, list[tuple[int, list[Any]]]] = defaultdict(list)
+        groups: dict[int, list[tuple[int, str]]] = defaultdict(list)
         out = [EventStatus.STALE] * len(outcomes)
         for i, o in enumerate(outcomes):
             p = parse_lease_id(o.lease_id, self.shards)
             host = host_of(o.url)
             if p is None or p[0] != self._shard(host):
                 continue  # not a lease of this URL's shard: stale
-            args = [host, url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok)]
-            groups[p[0]].append((i, [*args, int(bool(o.changed))]))
+            fields = (url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok))
+            groups[p[0]].append((i, " ".join(map(str, (host, *fields, int(bool(o.changed)))))))
         calls = [
-            self._call("settle", shard, head + [x for _, a in items for x in a])
+            self._call("settle", shard, [*head, " ".join(line for _, line in items)])
             for shard, items in groups.items()
         ]
         for items, codes in zip(groups.values(), await self._run(calls), strict=True):

@@ -1,10 +1,10 @@
 -- Count clicks (requests) of one shard.
 -- KEYS: the shard keys (lib.lua).
--- ARGV: per click: host, url key, time (Unix s).
+-- ARGV[1] the clicks, "host url-key time" (Unix s) each, separated by spaces.
 -- Returns per click 0 accepted, 1 unknown URL.
 local out = {}
-for i = 1, #ARGV, 3 do
-  local host, ukey, t = ARGV[i], ARGV[i + 1], num(ARGV[i + 2])
+for host, ukey, t in string.gmatch(ARGV[1], '(%S+) (%S+) (%S+)') do
+  t = num(t)
   local u = get_url(host, ukey)
   if not u then
     out[#out + 1] = 1

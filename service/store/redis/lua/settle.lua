@@ -3,16 +3,16 @@
 -- comes back after the retry delay.
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
--- history kept; then per result: host, url key, lease seq, nonce, fetched at (Unix s),
--- ok (0/1), changed (0/1).
+-- history kept; ARGV[5] the results, "host url-key lease-seq nonce fetched-at ok changed"
+-- each (fetched at: Unix s; ok, changed: 0/1), separated by spaces.
 -- Returns per result 0 accepted, 2 stale, 3 duplicate.
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local out = {}
 local touched = {}
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
-for i = 5, #ARGV, 7 do
-  local host, ukey, seq, nonce = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  local fetched, ok, changed = num(ARGV[i + 4]), ARGV[i + 5] == '1', ARGV[i + 6] == '1'
+for host, ukey, seq, nonce, fetched, ok, changed in
+    string.gmatch(ARGV[5], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
+  fetched, ok, changed = num(fetched), ok == '1', changed == '1'
   local l = get_lease(seq)
   local u = get_url(host, ukey)
   if not l or l.nonce ~= nonce or l.host ~= host or l.ukey ~= ukey then

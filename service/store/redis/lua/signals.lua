@@ -1,13 +1,14 @@
 -- Count change-indicating signals of one shard; each counted one moves its URL's due
 -- time earlier by β (MATH.md "Due time"; signals within T_DELAY of a crawl are stale).
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; then per signal: host, url key, time (Unix s).
+-- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; ARGV[3] the signals, "host url-key time"
+-- (Unix s) each, separated by spaces (none of them holds white space).
 -- Returns per signal 0 accepted, 1 unknown URL, 2 stale.
 local discard, cap = num(ARGV[1]), num(ARGV[2])
 local out = {}
 local touched = {}
-for i = 3, #ARGV, 3 do
-  local host, ukey, t = ARGV[i], ARGV[i + 1], num(ARGV[i + 2])
+for host, ukey, t in string.gmatch(ARGV[3], '(%S+) (%S+) (%S+)') do
+  t = num(t)
   local u = get_url(host, ukey)
   if not u then
     out[#out + 1] = 1
