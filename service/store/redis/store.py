@@ -183,8 +183,6 @@ class RedisStore:
         self._pending_since = 0.0
         self._lam0 = LogMean()
         self._lam0_read_at = -math.inf
-        #: (due, not yet due) hosts per shard, as last counted or reported by a lease call
-        self._counts: list[tuple[int, int]] = [(0, 0)] * shards
 
     @classmethod
     async def connect(cls, url: str, **options: Any) -> RedisStore:
@@ -422,23 +420,23 @@ class RedisStore:
     async def lease_next(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> list[LeaseGrant]:
-        """Share ``n`` over the shards by their due and not-yet-due host counts (due
-        hosts first) and lease per shard, in one round trip when the counts the last
-        lease calls reported suffice; when a round falls short (the counts were stale:
-        time passed, other processes leased, gates closed), count afresh (reclaiming
-        expired leases) and lease again, three rounds at most."""
+        """Counts the shards' due and not-yet-due hosts (reclaiming expired leases),
+        shares ``n`` over them (due hosts first), leases per shard; a shard that gives
+        fewer than its share (other processes, closed gates) leaves the rest to another
+        round, at most three."""
         now_arg, nonce = repr(now), secrets.token_hex(4)
         grants: list[tuple[bool, float, str, LeaseGrant]] = []
-        fresh = False
         for _ in range(3):
+            counts = await self._run(
+                [self._call("count", s, (now_arg, self._history)) for s in range(self.shards)]
+            )
             want = n - len(grants)
-            plan = self._plan(want, dispatch_ahead)
+            due = _share([int(c[0]) for c in counts], want)
+            later = [int(c[1]) for c in counts]
+            ahead = _share(later, want - sum(due)) if dispatch_ahead else [0] * self.shards
+            plan = [(s, due[s], ahead[s]) for s in range(self.shards) if due[s] + ahead[s]]
             if not plan:
-                if fresh:
-                    break
-                await self._count(now_arg)
-                fresh = True
-                continue
+                break
             ttl = repr(lease_ttl_s)
             answers = await self._run(
                 [
@@ -446,33 +444,14 @@ class RedisStore:
                     for s, kd, ka in plan
                 ]
             )
-            got = len(grants)
+            before = len(grants)
             lam0 = (await self._recent_lambda0()).value
             for (shard, _, _), flat in zip(plan, answers, strict=True):
-                self._counts[shard] = (int(flat[0]), int(flat[1]))
-                grants += self._grants(shard, flat[2:], nonce, now, now + lease_ttl_s, lam0)
-            if len(grants) == n or (len(grants) == got and fresh):
+                grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s, lam0)
+            if len(grants) in (before, n):
                 break
-            if len(grants) - got < want:
-                await self._count(now_arg)
-                fresh = True
         grants.sort(key=lambda g: g[:3])
         return [g[3] for g in grants]
-
-    async def _count(self, now_arg: str) -> None:
-        """Count every shard's due and not-yet-due hosts, reclaiming expired leases."""
-        answers = await self._run(
-            [self._call("count", s, (now_arg, self._history)) for s in range(self.shards)]
-        )
-        self._counts = [(int(due), int(later)) for due, later in answers]
-
-    def _plan(self, want: int, dispatch_ahead: bool) -> list[tuple[int, int, int]]:
-        """(shard, due hosts, not-yet-due hosts) to lease from, by the last counts."""
-        due = _share([c[0] for c in self._counts], want)
-        later = [c[1] for c in self._counts]
-        left = want - sum(due)
-        ahead = _share(later, left) if dispatch_ahead and left > 0 else [0] * self.shards
-        return [(s, due[s], ahead[s]) for s in range(self.shards) if due[s] + ahead[s]]
 
     @staticmethod
     def _grants(

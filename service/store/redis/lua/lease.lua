@@ -6,18 +6,12 @@
 -- ARGV[1] now, Unix s; ARGV[2] k_due; ARGV[3] k_ahead; ARGV[4] lease TTL, s; ARGV[5]
 -- nonce of this call (no white space); ARGV[6] lease history kept; ARGV[7] most
 -- not-yet-due hosts scanned for an open gate.
--- Returns {hosts due, hosts not yet due (after this call), then per grant: host, url
--- key, packed record (as leased), lease seq, gated (0/1), readiness the host had (Unix s),
--- the host's log-mean estimate (ln Λ_h; '' = none)}.
+-- Returns per grant: host, url key, packed record (as leased), lease seq, gated (0/1),
+-- readiness the host had (Unix s), the host's log-mean estimate (ln Λ_h; '' = none).
 local now_arg = ARGV[1]
 local now, k_due, k_ahead, ttl = num(now_arg), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local nonce, history, scan = ARGV[5], num(ARGV[6]), num(ARGV[7])
 reclaim(now_arg, history)
-local function counts(answer)
-  local due = redis.call('ZCOUNT', K_READY, '-inf', now_arg)
-  answer[1], answer[2] = due, redis.call('ZCARD', K_READY) - due
-  return answer
-end
 
 -- which hosts: due ones, then open ones among the not yet due
 local chosen = {}
@@ -48,12 +42,12 @@ while ahead < k_ahead and offset < scan do
   end
   offset = offset + #later
 end
-if #chosen == 0 then return counts({0, 0}) end
+if #chosen == 0 then return {} end
 
 -- lease one URL of each; the writes shared by all go out in one call each
 local seq0 = redis.call('HINCRBY', K_META, 'lseq', #chosen) - #chosen
 local deadline = now + ttl
-local out, host_recs, ready, gone, leases, deadlines = {0, 0}, {}, {}, {}, {}, {}
+local out, host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}, {}
 for i, host in ipairs(chosen) do
   local h = {}
   h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, records[host])
@@ -90,4 +84,4 @@ bulk('ZADD', K_READY, ready, 2)
 bulk('ZREM', K_READY, gone, 1)
 bulk('HSET', K_LEASES, leases, 2)
 bulk('ZADD', K_DEADLINES, deadlines, 2)
-return counts(out)
+return out
