@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,7 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
+from service.store.redis.local import LocalRedis
 
 __all__ = ["app", "main"]
 
@@ -132,13 +134,33 @@ def demo(
             help="the service's revisit cap (default: the run's length, i.e. none, as BASELINE)",
         ),
     ] = None,
+    store: Annotated[
+        str,
+        typer.Option(
+            "--store",
+            help="`memory`, `redis` (a private redis-server for the run) or a redis:// URL",
+        ),
+    ] = "memory",
 ) -> None:
-    """Start the service on the in-memory store and run the load generator against it."""
+    """Start the service (in-memory store by default) and run the load generator against it."""
     w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
     cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * DAY_S
+    if store not in ("memory", "redis") and not store.startswith(("redis://", "rediss://")):
+        raise typer.BadParameter(
+            "must be `memory`, `redis` or a redis:// URL", param_hint="--store"
+        )
+    with contextlib.ExitStack() as stack:
+        if store == "redis":
+            store = stack.enter_context(LocalRedis()).url
+            console.print(f"started a private redis-server at {store}")
+        report = _demo(w, speed, cap_s, store, workers)
+    _finish(report, json_path)
+
+
+def _demo(w: World, speed: float, cap_s: float, store: str, workers: int) -> LoadgenReport:
     env = {
-        "CRAWLSCHED_STORE": "memory",
+        "CRAWLSCHED_STORE": store,
         "CRAWLSCHED_CLOCK": "accelerated",
         "CRAWLSCHED_CLOCK_SPEED": repr(speed),
         "CRAWLSCHED_LEASE_TTL_S": repr(30.0 * speed),
@@ -149,8 +171,7 @@ def demo(
         f"revisit cap {cap_s / DAY_S:g} days"
     )
     with served_app(env) as base_url:
-        report = asyncio.run(_drive(base_url, w, workers))
-    _finish(report, json_path)
+        return asyncio.run(_drive(base_url, w, workers))
 
 
 @app.command("world")

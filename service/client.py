@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import quote
 
 import httpx
 
-__all__ = ["CrawlschedClient", "CrawlschedError"]
+__all__ = ["ClientStats", "CrawlschedClient", "CrawlschedError"]
+
+#: Transport errors worth a retry: the service may be restarting or its answer was lost.
+_RETRYABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+#: Of those, the ones raised before the request reached the service (nothing applied).
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: First and longest pause between retries, s (the service's ``Retry-After`` is 1 s).
+_FIRST_BACKOFF_S = 0.05
+_MAX_BACKOFF_S = 1.0
 
 
 class CrawlschedError(Exception):
@@ -20,8 +32,49 @@ class CrawlschedError(Exception):
         self.detail = detail
 
 
+@dataclass
+class ClientStats:
+    """What a :class:`CrawlschedClient` did, cumulated over its life.
+
+    Attributes
+    ----------
+    requests : int
+        HTTP attempts made (retries included).
+    retries : int
+        Attempts repeated after a 503 or a transport error.
+    unavailable : int
+        ``503 Service Unavailable`` answers seen (the store was down).
+    transport_errors : int
+        Attempts that got no HTTP answer (connection refused or reset, timeout).
+    unanswered : dict[str, Counter[str]]
+        Per path (``/click``, ``/signal``, ``/crawl-result``), per URL: events sent
+        in attempts that got a 503 or lost their answer, which the service may
+        therefore have applied, in part or whole, without acknowledging them.
+        Attempts refused before reaching the service are not counted.
+    """
+
+    requests: int = 0
+    retries: int = 0
+    unavailable: int = 0
+    transport_errors: int = 0
+    unanswered: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+
 class CrawlschedClient:
-    """Calls the service over HTTP.
+    """Calls the service over HTTP, retrying while it is unavailable.
+
+    A request that gets ``503`` (the service's store is down) or a transport
+    error (connection refused or reset, timeout) is sent again after a short
+    exponential backoff (0.05 s doubling up to 1 s), for up to ``retry_for_s``
+    seconds from its first failure; then the last error is raised.
+
+    Retries make delivery **at-least-once**: a POST whose answer was lost (or
+    that got a 503 after the store applied part of the batch) may have taken
+    effect and is sent again.  Clicks and signals may then be counted twice; a
+    crawl result sent again is answered ``duplicate`` (a lease settles once); a
+    ``GET /next`` whose answer was lost leaves leases nobody holds, which expire
+    and are dispatched again.  :attr:`stats` counts the retries and, per URL, the
+    events that may have been applied without an acknowledgement.
 
     Parameters
     ----------
@@ -30,13 +83,26 @@ class CrawlschedClient:
     http : httpx.AsyncClient, optional
         A client to use (tests pass one bound to the ASGI app); otherwise one is
         created and closed by :meth:`aclose`.
+    retry_for_s : float
+        How long to keep retrying a failing request, wall s from its first
+        failure; 0 disables retries.
     """
 
-    def __init__(self, base_url: str = "", *, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "",
+        *,
+        http: httpx.AsyncClient | None = None,
+        retry_for_s: float = 30.0,
+    ) -> None:
+        if retry_for_s < 0:
+            raise ValueError("retry_for_s must be >= 0")
         self._own = http is None
         self._http = http or httpx.AsyncClient(
             base_url=base_url, timeout=30.0, limits=httpx.Limits(max_connections=32)
         )
+        self.retry_for_s = retry_for_s
+        self.stats = ClientStats()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object created it."""
@@ -49,14 +115,68 @@ class CrawlschedClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = await self._http.request(method, path, **kwargs)
-        if response.status_code >= 400:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        events: Sequence[Mapping[str, Any]] = (),
+        **kwargs: Any,
+    ) -> Any:
+        """One request, retried on 503 and transport errors (see the class docstring);
+        ``events`` (each with a ``url``) are what the body carries, for the stats.
+
+        Raises
+        ------
+        CrawlschedError
+            An error status other than 503, or 503 once retries are exhausted.
+        httpx.TransportError
+            A transport error once retries are exhausted, or one not worth a retry.
+        """
+        give_up_at: float | None = None
+        attempt = 0
+        while True:
+            self.stats.requests += 1
             try:
-                detail = response.json().get("detail")
-            except ValueError:
-                detail = response.text
-            raise CrawlschedError(response.status_code, detail)
+                response = await self._http.request(method, path, **kwargs)
+            except _RETRYABLE as exc:
+                self.stats.transport_errors += 1
+                if not isinstance(exc, _NOT_SENT):
+                    self._unanswered(path, events)
+                failure: Exception = exc
+            else:
+                if response.status_code != 503:
+                    return self._decode(response)
+                self.stats.unavailable += 1
+                self._unanswered(path, events)
+                failure = self._error(response)
+            now = time.monotonic()
+            give_up_at = now + self.retry_for_s if give_up_at is None else give_up_at
+            if now >= give_up_at:
+                raise failure
+            self.stats.retries += 1
+            pause = min(_FIRST_BACKOFF_S * 2.0**attempt, _MAX_BACKOFF_S, give_up_at - now)
+            attempt += 1
+            await asyncio.sleep(pause)
+
+    def _unanswered(self, path: str, events: Sequence[Mapping[str, Any]]) -> None:
+        if events:
+            counts = self.stats.unanswered[path]
+            for event in events:
+                counts[str(event["url"])] += 1
+
+    @staticmethod
+    def _error(response: httpx.Response) -> CrawlschedError:
+        try:
+            detail = response.json().get("detail")
+        except ValueError:
+            detail = response.text
+        return CrawlschedError(response.status_code, detail)
+
+    @classmethod
+    def _decode(cls, response: httpx.Response) -> Any:
+        if response.status_code >= 400:
+            raise cls._error(response)
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
         return response.text
@@ -77,17 +197,18 @@ class CrawlschedClient:
     async def results(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /crawl-result``: settle leases."""
         body = {"results": list(results)}
-        return cast(dict[str, Any], await self._call("POST", "/crawl-result", json=body))
+        answer = await self._call("POST", "/crawl-result", events=results, json=body)
+        return cast(dict[str, Any], answer)
 
     async def signals(self, signals: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /signal``: change-indicating signals."""
         body = {"signals": list(signals)}
-        return cast(dict[str, Any], await self._call("POST", "/signal", json=body))
+        return cast(dict[str, Any], await self._call("POST", "/signal", events=signals, json=body))
 
     async def clicks(self, clicks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /click``: requests for cached copies."""
         body = {"clicks": list(clicks)}
-        return cast(dict[str, Any], await self._call("POST", "/click", json=body))
+        return cast(dict[str, Any], await self._call("POST", "/click", events=clicks, json=body))
 
     async def explain(self, url: str) -> dict[str, Any]:
         """``GET /urls/{url}``: why the URL is (not) being crawled."""

@@ -19,6 +19,9 @@ class LoadgenReport:
 
     Freshness figures are fractions in [0, 1]; ``freshness`` is click-weighted
     (the share of clicks after the warm-up that found a fresh copy).
+    ``client_retries``, ``client_unavailable`` and ``client_transport_errors``
+    count the client's retried requests, 503 answers and transport errors during
+    the run (:class:`service.client.ClientStats`): non-zero after an outage.
     """
 
     freshness: float
@@ -41,6 +44,9 @@ class LoadgenReport:
     lambda0_baseline: float
     signals: bool
     seed: int
+    client_retries: int = 0
+    client_unavailable: int = 0
+    client_transport_errors: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -79,3 +85,9 @@ class LoadgenReport:
             f"λ₀ online {self.lambda0_online or float('nan'):.4g} vs "
             f"BASELINE {self.lambda0_baseline:.4g}"
         )
+        if self.client_retries:
+            console.print(
+                f"the service was unavailable at times: {self.client_retries} requests "
+                f"retried ({self.client_unavailable} answers 503, "
+                f"{self.client_transport_errors} transport errors)"
+            )

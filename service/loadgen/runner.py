@@ -9,6 +9,11 @@ time t (s from the start of the world) to clock time ``T0 + t``.  While it runs:
   simulated second, poll ``/next``, fetch each URL against the world (changed
   since this worker fleet's previous fetch, or not) and post the result.
 
+The client retries requests while the service is unavailable (503, e.g. its
+store restarting); the run goes on through such an outage, and an
+:class:`~service.loadgen.ledger.EventLedger`, if given, records per URL every
+event the service acknowledged (for durability checks against the store).
+
 At the end the achieved schedule is scored against the world
 (:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum and
 uniform round-robin on the same world.
@@ -18,8 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,6 +34,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from scheduler_core.optimal import baseline, solve_optimum
 from scheduler_core.sim import CLICK, SIGNAL, World, round_robin_freshness, schedule_freshness
 from service.client import CrawlschedClient
+from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
 from service.urls import canonical_url
 
@@ -84,6 +91,7 @@ class _Run:
     last_fetch: np.ndarray
     crawl_url: list[int]
     crawl_time: list[float]
+    ledger: EventLedger
     events_posted: int = 0
     live_fresh: int = 0
     live_clicks: int = 0
@@ -113,6 +121,9 @@ async def _register(run: _Run) -> None:
         await run.client.register(items[k : k + step])
 
 
+_Post = Callable[[Sequence[Mapping[str, Any]]], Awaitable[dict[str, Any]]]
+
+
 async def _post_events(run: _Run) -> None:
     log = run.world.events()
     origin, step = run.timeline.origin, run.options.max_batch
@@ -131,13 +142,18 @@ async def _post_events(run: _Run) -> None:
             )
             run.live_clicks += int(click_idx.size)
             run.live_fresh += int((~stale).sum())
-        for kind, call in ((CLICK, run.client.clicks), (SIGNAL, run.client.signals)):
+        posts: tuple[tuple[int, EventKind, _Post], ...] = (
+            (CLICK, "click", run.client.clicks),
+            (SIGNAL, "signal", run.client.signals),
+        )
+        for kind, name, call in posts:
             rows = [
                 {"url": urls[j], "time": origin + float(batch.time[j])}
                 for j in np.flatnonzero(batch.kind == kind)
             ]
             for k in range(0, len(rows), step):
-                await call(rows[k : k + step])
+                chunk = rows[k : k + step]
+                run.ledger.record(name, chunk, await call(chunk))
             run.events_posted += len(rows)
         if finished:
             return
@@ -166,18 +182,17 @@ async def _worker(run: _Run, capacity_per_s: float) -> None:
         run.last_fetch[idx] = fetched
         run.crawl_url.extend(idx.tolist())
         run.crawl_time.extend([fetched] * idx.size)
-        await run.client.results(
-            [
-                {
-                    "url": lease["url"],
-                    "lease_id": lease["lease_id"],
-                    "fetched_at": run.timeline.origin + fetched,
-                    "status": 200,
-                    "changed": bool(c),
-                }
-                for lease, c in zip(leases, changed, strict=True)
-            ]
-        )
+        results = [
+            {
+                "url": lease["url"],
+                "lease_id": lease["lease_id"],
+                "fetched_at": run.timeline.origin + fetched,
+                "status": 200,
+                "changed": bool(c),
+            }
+            for lease, c in zip(leases, changed, strict=True)
+        ]
+        run.ledger.record("crawl_result", results, await run.client.results(results))
 
 
 async def _progress(run: _Run, show: bool) -> None:
@@ -215,8 +230,22 @@ async def run_loadgen(
     options: LoadgenOptions | None = None,
     *,
     log: Callable[[str], None] = lambda _: None,
+    ledger: EventLedger | None = None,
 ) -> LoadgenReport:
     """Replay ``world`` against the service behind ``client`` and score the result.
+
+    Parameters
+    ----------
+    world : World
+        The simulated web to replay.
+    client : CrawlschedClient
+        The service; its retries carry the run through outages (``retry_for_s``).
+    options : LoadgenOptions, optional
+        Workers, tick, batch size, progress bar.
+    log : callable, optional
+        Receives progress messages.
+    ledger : EventLedger, optional
+        Filled with every event the service acknowledged, per URL and status.
 
     Raises
     ------
@@ -230,6 +259,7 @@ async def run_loadgen(
     if health["clock_rate"] <= 1.0:
         raise RuntimeError("the service must run an accelerated clock (CRAWLSCHED_CLOCK)")
     timeline = _Timeline(health["now"], health["clock_rate"], (before + after) / 2)
+    stats0 = replace(client.stats)
     run = _Run(
         world=world,
         client=client,
@@ -239,6 +269,7 @@ async def run_loadgen(
         last_fetch=np.zeros(len(world.urls)),
         crawl_url=[],
         crawl_time=[],
+        ledger=ledger if ledger is not None else EventLedger(),
     )
     log(f"registering {len(world.urls)} URLs")
     await _register(run)
@@ -284,4 +315,7 @@ async def run_loadgen(
         lambda0_baseline=base.lambda0,
         signals=has_signals,
         seed=world.seed,
+        client_retries=client.stats.retries - stats0.retries,
+        client_unavailable=client.stats.unavailable - stats0.unavailable,
+        client_transport_errors=client.stats.transport_errors - stats0.transport_errors,
     )

@@ -21,7 +21,7 @@ from typing import Any, ParamSpec, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
+from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError, ClusterDownError, RedisError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -123,11 +123,14 @@ async def open_client(url: str, *, timeout_s: float = 5.0) -> Client:
         If the server cannot be reached.
     """
     options: dict[str, Any] = {
+        # no automatic resend: a script that ran but whose answer was lost must not run
+        # twice (an event counted twice, a URL leased twice); the caller gets a 503
+        "retry": Retry(NoBackoff(), 0),
         "socket_timeout": timeout_s,
         "socket_connect_timeout": min(timeout_s, 2.0),
         "health_check_interval": 5,
     }
-    single = Redis.from_url(url, retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2), **options)
+    single = Redis.from_url(url, **options)
     try:
         info = await single.info("cluster")
     except _DOWN as exc:
@@ -420,38 +423,49 @@ class RedisStore:
     async def lease_next(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> list[LeaseGrant]:
-        """Counts the shards' due and not-yet-due hosts (reclaiming expired leases),
-        shares ``n`` over them (due hosts first), leases per shard; a shard that gives
-        fewer than its share (other processes, closed gates) leaves the rest to another
-        round, at most three."""
+        """Count the shards' due hosts (reclaiming expired leases) and share ``n`` over
+        them; when fewer than ``n`` are due, the rest goes to the open hosts due soonest
+        over all shards (as one sorted set of all hosts would give them).  A shard that
+        gives fewer than its share (other processes got there first) leaves the rest to
+        another round, three at most."""
         now_arg, nonce = repr(now), secrets.token_hex(4)
         grants: list[tuple[bool, float, str, LeaseGrant]] = []
+        ttl = repr(lease_ttl_s)
         for _ in range(3):
-            counts = await self._run(
-                [self._call("count", s, (now_arg, self._history)) for s in range(self.shards)]
-            )
             want = n - len(grants)
-            due = _share([int(c[0]) for c in counts], want)
-            later = [int(c[1]) for c in counts]
-            ahead = _share(later, want - sum(due)) if dispatch_ahead else [0] * self.shards
-            plan = [(s, due[s], ahead[s]) for s in range(self.shards) if due[s] + ahead[s]]
+            plan = await self._plan(now_arg, want, dispatch_ahead)
             if not plan:
                 break
-            ttl = repr(lease_ttl_s)
             answers = await self._run(
                 [
                     self._call("lease", s, (now_arg, kd, ka, ttl, nonce, self._history, _SCAN))
                     for s, kd, ka in plan
                 ]
             )
-            before = len(grants)
+            got = len(grants)
             lam0 = (await self._recent_lambda0()).value
             for (shard, _, _), flat in zip(plan, answers, strict=True):
                 grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s, lam0)
-            if len(grants) in (before, n):
+            if len(grants) in (got, n):
                 break
         grants.sort(key=lambda g: g[:3])
         return [g[3] for g in grants]
+
+    async def _plan(self, now_arg: str, want: int, ahead: bool) -> list[tuple[int, int, int]]:
+        """(shard, due hosts, not-yet-due hosts) to lease from."""
+        scan = _SCAN if ahead else 0
+        answers = await self._run(
+            [
+                self._call("count", s, (now_arg, self._history, want, scan))
+                for s in range(self.shards)
+            ]
+        )
+        due = _share([int(a[0]) for a in answers], want)
+        soonest = sorted((float(r), s) for s, a in enumerate(answers) for r in a[1:])
+        later = [0] * self.shards
+        for _, s in soonest[: want - sum(due)]:
+            later[s] += 1
+        return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]]
 
     @staticmethod
     def _grants(

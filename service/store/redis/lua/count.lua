@@ -1,9 +1,29 @@
--- Reclaim expired leases of one shard, then count its hosts that could give out a URL:
--- for the caller to share a /next batch over the shards.
+-- Reclaim expired leases of one shard, count its due hosts and, when fewer than wanted
+-- are due, list when its open hosts not yet due become ready: for the caller to share a
+-- /next batch over the shards (due hosts first, then the soonest due of all shards).
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] lease history kept.
--- Returns {hosts due now, hosts not due yet (their gate may still be closed)}.
-local now_arg, history = ARGV[1], num(ARGV[2])
+-- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] hosts wanted; ARGV[4] most
+-- not-yet-due hosts scanned for an open politeness gate.
+-- Returns {hosts due now, readiness of up to (wanted − due) open hosts not yet due, ...}.
+local now_arg, history, want, scan = ARGV[1], num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local now = num(now_arg)
 reclaim(now_arg, history)
 local due = redis.call('ZCOUNT', K_READY, '-inf', now_arg)
-return {due, redis.call('ZCARD', K_READY) - due}
+local out = {due}
+local need, offset = want - due, 0
+while #out - 1 < need and offset < scan do
+  local chunk = math.min(2 * (need - #out + 1) + 16, scan - offset)
+  local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
+                           'LIMIT', offset, chunk)
+  if #later == 0 then break end
+  local hosts = {}
+  for i = 1, #later, 2 do hosts[#hosts + 1] = later[i] end
+  local recs = bulk('HMGET', K_HOSTS, hosts, 1)
+  for j, rec in ipairs(recs) do
+    if #out - 1 < need and select(2, struct.unpack(HOST, rec)) <= now then
+      out[#out + 1] = later[2 * j]
+    end
+  end
+  offset = offset + #hosts
+end
+return out
