@@ -25,7 +25,7 @@ Client = Redis | RedisCluster
 
 NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "signals", "clicks",
-    "count", "lease", "lease_status", "settle", "observe", "lambda0", "stats", "stale_hosts",
+    "ready", "lease", "lease_status", "settle", "observe", "lambda0", "stats", "stale_hosts",
 )  # fmt: skip
 
 

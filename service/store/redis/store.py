@@ -66,7 +66,7 @@ _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 _SCAN = 4096
 #: Dispatch observations are folded into λ₀/λ_h in batches: this many, or this old (s).
 _FLUSH_OBSERVATIONS = 512
-_FLUSH_AFTER_S = 0.1
+_FLUSH_AFTER_S = 0.05
 #: λ₀ read for the thresholds reported with leases may be this old, wall s.
 _LAMBDA0_MAX_AGE_S = 1.0
 
@@ -84,30 +84,6 @@ def _unavailable(
             raise StoreUnavailable(f"Redis unavailable: {exc}") from exc
 
     return wrapper
-
-
-def _share(available: Sequence[int], n: int) -> list[int]:
-    """Share ``n`` over bins holding ``available`` items: evenly, no bin over its count.
-
-    Examples
-    --------
-    >>> _share([5, 0, 1, 9], 8)
-    [4, 0, 1, 3]
-    """
-    take = [0] * len(available)
-    left = n
-    open_bins = [i for i, a in enumerate(available) if a > 0]
-    while left > 0 and open_bins:
-        each = max(1, left // len(open_bins))
-        for i in list(open_bins):
-            k = min(each, available[i] - take[i], left)
-            take[i] += k
-            left -= k
-            if take[i] == available[i]:
-                open_bins.remove(i)
-            if left == 0:
-                break
-    return take
 
 
 def _s(x: bytes | str) -> str:
@@ -423,11 +399,11 @@ class RedisStore:
     async def lease_next(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> list[LeaseGrant]:
-        """Count the shards' due hosts (reclaiming expired leases) and share ``n`` over
-        them; when fewer than ``n`` are due, the rest goes to the open hosts due soonest
-        over all shards (as one sorted set of all hosts would give them).  A shard that
-        gives fewer than its share (other processes got there first) leaves the rest to
-        another round, three at most."""
+        """Share ``n`` over the shards as one sorted set of all hosts would (most overdue
+        first; when fewer than ``n`` are due, then the open hosts due soonest), from the
+        readiness each shard lists (reclaiming expired leases first), and lease per
+        shard.  A shard that gives fewer than its share (other processes got there
+        first) leaves the rest to another round, three at most."""
         now_arg, nonce = repr(now), secrets.token_hex(4)
         grants: list[tuple[bool, float, str, LeaseGrant]] = []
         ttl = repr(lease_ttl_s)
@@ -456,14 +432,15 @@ class RedisStore:
         scan = _SCAN if ahead else 0
         answers = await self._run(
             [
-                self._call("count", s, (now_arg, self._history, want, scan))
+                self._call("ready", s, (now_arg, self._history, want, scan))
                 for s in range(self.shards)
             ]
         )
-        due = _share([int(a[0]) for a in answers], want)
-        soonest = sorted((float(r), s) for s, a in enumerate(answers) for r in a[1:])
-        later = [0] * self.shards
-        for _, s in soonest[: want - sum(due)]:
+        due, later = [0] * self.shards, [0] * self.shards
+        for _, s in sorted((float(r), s) for s, (d, _) in enumerate(answers) for r in d)[:want]:
+            due[s] += 1
+        left = want - sum(due)
+        for _, s in sorted((float(r), s) for s, (_, a) in enumerate(answers) for r in a)[:left]:
             later[s] += 1
         return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]]
 
