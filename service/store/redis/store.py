@@ -15,7 +15,7 @@ import math
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import Redis
@@ -84,6 +84,14 @@ def _unavailable(
             raise StoreUnavailable(f"Redis unavailable: {exc}") from exc
 
     return wrapper
+
+
+def _ready(answers: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int]]:
+    """(readiness, host, shard) of the hosts ``ready.lua`` listed in ``part``."""
+    for shard, answer in enumerate(answers):
+        flat = answer[part]
+        for i in range(0, len(flat), 2):
+            yield float(flat[i + 1]), flat[i], shard
 
 
 def _s(x: bytes | str) -> str:
@@ -437,10 +445,9 @@ class RedisStore:
             ]
         )
         due, later = [0] * self.shards, [0] * self.shards
-        for _, s in sorted((float(r), s) for s, (d, _) in enumerate(answers) for r in d)[:want]:
+        for *_, s in sorted(_ready(answers, 0))[:want]:
             due[s] += 1
-        left = want - sum(due)
-        for _, s in sorted((float(r), s) for s, (_, a) in enumerate(answers) for r in a)[:left]:
+        for *_, s in sorted(_ready(answers, 1))[: want - sum(due)]:
             later[s] += 1
         return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]]
 

@@ -5,17 +5,15 @@
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] hosts wanted; ARGV[4] most
 -- not-yet-due hosts scanned for an open politeness gate.
--- Returns {{readiness of due hosts...}, {readiness of open hosts not yet due...}} (Unix s).
+-- Returns {{host, readiness (Unix s), ...} due, {host, readiness, ...} open, not yet due}.
 local now_arg, history, want, scan = ARGV[1], num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local now = num(now_arg)
 reclaim(now_arg, history)
-local due = {}
-local heads = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES', 'LIMIT', 0, want)
-for i = 2, #heads, 2 do due[#due + 1] = heads[i] end
+local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES', 'LIMIT', 0, want)
 local out = {}
-local need, offset = want - #due, 0
-while #out < need and offset < scan do
-  local chunk = math.min(2 * (need - #out) + 16, scan - offset)
+local need, offset = want - #due / 2, 0
+while #out / 2 < need and offset < scan do
+  local chunk = math.min(2 * (need - #out / 2) + 16, scan - offset)
   local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
                            'LIMIT', offset, chunk)
   if #later == 0 then break end
@@ -23,7 +21,8 @@ while #out < need and offset < scan do
   for i = 1, #later, 2 do hosts[#hosts + 1] = later[i] end
   local recs = bulk('HMGET', K_HOSTS, hosts, 1)
   for j, rec in ipairs(recs) do
-    if #out < need and select(2, struct.unpack(HOST, rec)) <= now then
+    if #out / 2 < need and select(2, struct.unpack(HOST, rec)) <= now then
+      out[#out + 1] = later[2 * j - 1]
       out[#out + 1] = later[2 * j]
     end
   end

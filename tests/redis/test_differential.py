@@ -1,0 +1,120 @@
+"""The Redis store decides exactly as the memory store: the same seeded stream of
+registrations, signals, clicks, leases and results gives the same leases, in the same
+order, and the same URL states."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    LeaseGrant,
+    SignalEvent,
+    Store,
+    UrlRecord,
+    UrlState,
+)
+from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
+from service.store.redis.local import LocalRedis
+
+pytestmark = pytest.mark.anyio
+T0 = 1_000_000.0
+OPTIONS = {"shards": 4, "default_crawl_delay_s": 5.0, "max_revisit_s": 5_000.0}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+def _records(rng: np.random.Generator) -> list[UrlRecord]:
+    out = []
+    for h in range(12):
+        delay = float(rng.choice([1.0, 5.0, 20.0]))
+        for j in range(int(rng.integers(1, 6))):
+            beta = float(rng.choice([0.0, 30.0, math.inf]))
+            out.append(
+                UrlRecord(
+                    url=f"https://h{h}.example/{j}",
+                    host=f"h{h}.example",
+                    weight=1.0,
+                    change_rate=0.01,
+                    recall=0.5,
+                    false_signal_rate=0.01,
+                    signal_time_equivalent_s=beta,
+                    threshold_s=float(rng.choice([50.0, 200.0, 1_000.0, math.inf])),
+                    scored_lambda=1.0,
+                    last_crawled_at=None if rng.random() < 0.3 else T0 - float(rng.random() * 300),
+                    crawl_delay_s=delay,
+                )  # fmt: skip
+            )
+    return out
+
+
+def _view(state: UrlState | None) -> tuple[object, ...] | None:
+    """A URL's state without its lease id (each store spells those its own way)."""
+    if state is None:
+        return None
+    return (
+        state.due_at, state.last_crawl_at, state.signals_since_crawl, state.last_signal_at,
+        state.lease_id is not None, state.lease_deadline, state.clicks, state.signals,
+        state.crawls, state.changes, state.fetch_errors, state.threshold_s,
+    )  # fmt: skip
+
+
+def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
+    return [(g.state.url, g.gated) for g in grants]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    records = _records(rng)
+    urls = [r.url for r in records]
+    memory = MemoryStore(**OPTIONS)  # type: ignore[arg-type]
+    redis_store = await RedisStore.connect(server.url, prefix=f"diff{seed}", **OPTIONS)
+    stores: list[Store] = [memory, redis_store]
+    try:
+        for s in stores:
+            await s.upsert_urls(records, T0)
+        now = T0
+        open_leases: list[tuple[LeaseGrant, LeaseGrant]] = []
+        for _ in range(60):
+            now += float(rng.exponential(40.0))
+            picked = [urls[i] for i in rng.integers(len(urls), size=3)]
+            signals = [SignalEvent(u, now - float(rng.random() * 10)) for u in picked]
+            clicks = [ClickEvent(u, now) for u in picked[:2]]
+            n, ahead = int(rng.integers(1, 8)), bool(rng.random() < 0.5)
+            answers = []
+            for s in stores:
+                answers.append(await s.record_signals(signals, 5.0))
+                answers.append(await s.record_clicks(clicks))
+            assert answers[0:2] == answers[2:4]
+            grants = [await s.lease_next(now, n, 120.0, ahead) for s in stores]
+            assert _leased(grants[0]) == _leased(grants[1])
+            open_leases += list(zip(grants[0], grants[1], strict=True))
+            rng.shuffle(open_leases)  # type: ignore[arg-type]
+            settle, open_leases = open_leases[:3], open_leases[3:]
+            ok = [bool(rng.random() < 0.8) for _ in settle]
+            for k, s in enumerate(stores):
+                outcomes = [
+                    CrawlOutcome(pair[k].state.url, pair[k].lease_id, now, good, good)
+                    for pair, good in zip(settle, ok, strict=True)
+                ]
+                answers.append(await s.settle(outcomes, 300.0, 5.0))
+            assert answers[-2] == answers[-1]
+            views = [[_view(x) for x in await s.get_urls(urls)] for s in stores]
+            assert views[0] == views[1]
+        stats = [await s.stats(now, 3) for s in stores]
+        assert (stats[0].urls, stats[0].due_backlog, stats[0].leases_active) == (
+            stats[1].urls, stats[1].due_backlog, stats[1].leases_active,
+        )  # fmt: skip
+    finally:
+        await redis_store.close()
