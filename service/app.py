@@ -112,13 +112,18 @@ def create_app(
             epoch = await opened.clock_epoch(time.time())
             shared_clock = AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
         context = app.state.context = Context(opened, shared_clock, settings, metrics)
-        task = asyncio.create_task(run_rescorer(context), name="rescorer")
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_rescorer(context, stop), name="rescorer")
         try:
             yield
         finally:
+            # a flag and a bounded wait: a cancellation swallowed inside a Redis call
+            # must not hang the shutdown
+            stop.set()
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            done, _ = await asyncio.wait({task}, timeout=5.0)
+            if not done:
+                log.warning("the rescorer did not stop within 5 s; shutting down anyway")
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)

@@ -43,8 +43,9 @@ async def rescore_once(ctx: Context) -> int:
     return len(states)
 
 
-async def run_rescorer(ctx: Context) -> None:
-    """Rescore every ``rescore_interval_s`` wall seconds until cancelled.
+async def run_rescorer(ctx: Context, stop: asyncio.Event | None = None) -> None:
+    """Rescore every ``rescore_interval_s`` wall seconds until ``stop`` is set or the
+    task is cancelled.
 
     Of several API processes on one store, only the one holding the store's
     ``rescorer`` role works (the role lapses after a few intervals without renewal,
@@ -53,7 +54,7 @@ async def run_rescorer(ctx: Context) -> None:
     owner = secrets.token_hex(8)
     interval = ctx.settings.rescore_interval_s
     store_down = False
-    while True:
+    while stop is None or not stop.is_set():
         try:
             if await ctx.store.try_lead("rescorer", owner, max(5.0, 8 * interval)):
                 await rescore_once(ctx)

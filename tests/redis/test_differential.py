@@ -118,3 +118,34 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
         )  # fmt: skip
     finally:
         await redis_store.close()
+
+
+async def test_big_batches_over_many_shards_match(server: LocalRedis) -> None:
+    """Shards list only about twice their share; a list used up is asked for in full."""
+    rng = np.random.default_rng(11)
+    options = {**OPTIONS, "shards": 16}
+    records = [
+        UrlRecord(
+            url=f"https://m{h}.example/",
+            host=f"m{h}.example",
+            weight=1.0,
+            change_rate=0.01,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(10.0, 500.0)),
+            scored_lambda=1.0,
+            last_crawled_at=T0,
+        )  # fmt: skip
+        for h in range(400)
+    ]
+    memory = MemoryStore(**options)  # type: ignore[arg-type]
+    redis_store = await RedisStore.connect(server.url, prefix="diffbig", **options)
+    try:
+        for s in (memory, redis_store):
+            await s.upsert_urls(records, T0)
+        for k, now in enumerate((T0 + 200.0, T0 + 300.0, T0 + 2_000.0, T0 + 2_001.0)):
+            grants = [await s.lease_next(now, 100, 60.0, k % 2 == 1) for s in (memory, redis_store)]
+            assert _leased(grants[0]) == _leased(grants[1])
+    finally:
+        await redis_store.close()

@@ -436,19 +436,33 @@ class RedisStore:
         return [g[3] for g in grants]
 
     async def _plan(self, now_arg: str, want: int, ahead: bool) -> list[tuple[int, int, int]]:
-        """(shard, due hosts, not-yet-due hosts) to lease from."""
+        """(shard, due hosts, not-yet-due hosts) to lease from.  Each shard lists about
+        twice its fair share; when a list that was cut short is used up, ask again
+        for full lists (the merge stays exact)."""
         scan = _SCAN if ahead else 0
-        answers = await self._run(
-            [
-                self._call("ready", s, (now_arg, self._history, want, scan))
-                for s in range(self.shards)
-            ]
-        )
-        due, later = [0] * self.shards, [0] * self.shards
-        for *_, s in sorted(_ready(answers, 0))[:want]:
-            due[s] += 1
-        for *_, s in sorted(_ready(answers, 1))[: want - sum(due)]:
-            later[s] += 1
+        limit = min(want, math.ceil(2 * want / self.shards) + 8)
+        while True:
+            answers = await self._run(
+                [
+                    self._call("ready", s, (now_arg, self._history, want, scan, limit))
+                    for s in range(self.shards)
+                ]
+            )
+            due = [0] * self.shards
+            for *_, s in sorted(_ready(answers, 0))[:want]:
+                due[s] += 1
+            later = [0] * self.shards
+            if ahead:
+                for *_, s in sorted(_ready(answers, 1))[: want - sum(due)]:
+                    later[s] += 1
+            cut = any(
+                (due[s] == limit and len(a[0]) == 2 * limit)
+                or (later[s] == limit and len(a[1]) == 2 * limit)
+                for s, a in enumerate(answers)
+            )
+            if limit >= want or not cut:
+                break
+            limit = want
         return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]]
 
     @staticmethod

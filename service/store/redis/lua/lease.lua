@@ -53,14 +53,15 @@ for i, host in ipairs(chosen) do
   h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, records[host])
   local q = K_QUEUE .. host
   local ukey = redis.call('ZPOPMIN', q)[1]
-  local u = get_url(host, ukey)
+  -- only `due` is read and only `lease` written: no need to unpack the whole record
+  local rec = redis.call('HGET', K_URLS .. host, ukey)
+  local due = struct.unpack('<d', rec, URL_DUE_AT)
   local gated = 0
-  if u.due <= now and h.gate > u.due then gated = 1 end
-  local was_ready = math.max(u.due, h.gate)
+  if due <= now and h.gate > due then gated = 1 end
+  local was_ready = math.max(due, h.gate)
   h.gate = now + h.delay
   local seq = seq0 + i
-  u.lease = seq
-  local rec = pack_url(u)
+  rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
   redis.call('HSET', K_URLS .. host, ukey, rec)
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if head[1] then

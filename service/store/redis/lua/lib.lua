@@ -45,6 +45,7 @@ end
 -- last click, due (doubles; NaN = none), then n since crawl, clicks, signals, crawls,
 -- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes.
 local URL = '<ddddddddddddI4I4I4I4I4I4I4'
+local URL_DUE_AT, URL_LEASE_AT = 89, 121  -- 1-based byte positions of `due` and `lease`
 local function get_url(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
   if not s then return nil end

@@ -4,14 +4,19 @@
 -- all hosts would (most overdue first, then the soonest due).
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] hosts wanted; ARGV[4] most
--- not-yet-due hosts scanned for an open politeness gate.
+-- not-yet-due hosts scanned for an open politeness gate; ARGV[5] most hosts listed of
+-- each kind (the caller asks again with more when a shard's list ran out).
 -- Returns {{host, readiness (Unix s), ...} due, {host, readiness, ...} open, not yet due}.
 local now_arg, history, want, scan = ARGV[1], num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local limit = num(ARGV[5])
 local now = num(now_arg)
 reclaim(now_arg, history)
-local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES', 'LIMIT', 0, want)
+local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES', 'LIMIT', 0, limit)
 local out = {}
-local need, offset = want - #due / 2, 0
+local need, offset = 0, 0
+if #due / 2 < limit then  -- all due hosts listed: the not-yet-due may be needed
+  need = math.min(want - #due / 2, limit)
+end
 while #out / 2 < need and offset < scan do
   local chunk = math.min(2 * (need - #out / 2) + 16, scan - offset)
   local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
