@@ -5,13 +5,19 @@
 local out = {}
 for host, ukey, t in string.gmatch(ARGV[1], '(%S+) (%S+) (%S+)') do
   t = num(t)
-  local u = get_url(host, ukey)
-  if not u then
+  local key = K_URLS .. host
+  local rec = redis.call('HGET', key, ukey)
+  if not rec then
     out[#out + 1] = 1
   else
-    u.clicks = u.clicks + 1
-    if isnan(u.lclick) or t > u.lclick then u.lclick = t end
-    put_url(host, ukey, u)
+    -- two fields change: rewrite them in place, not the whole record
+    local last = struct.unpack('<d', rec, URL_LCLICK_AT)
+    if isnan(last) or t > last then last = t end
+    local clicks = struct.unpack('<I4', rec, URL_CLICKS_AT) + 1
+    redis.call('HSET', key, ukey,
+      string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
+      .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
+      .. string.sub(rec, URL_CLICKS_AT + 4))
     out[#out + 1] = 0
   end
 end

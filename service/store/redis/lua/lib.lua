@@ -45,7 +45,8 @@ end
 -- last click, due (doubles; NaN = none), then n since crawl, clicks, signals, crawls,
 -- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes.
 local URL = '<ddddddddddddI4I4I4I4I4I4I4'
-local URL_DUE_AT, URL_LEASE_AT = 89, 121  -- 1-based byte positions of `due` and `lease`
+-- 1-based byte positions of single fields, for scripts that touch only those
+local URL_LCLICK_AT, URL_DUE_AT, URL_CLICKS_AT, URL_LEASE_AT = 81, 89, 101, 121
 local function get_url(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
   if not s then return nil end
