@@ -1,0 +1,114 @@
+"""Throughput, latency and memory of the Redis-backed API, side by side with raw Redis.
+
+What it measures, in one run on one machine (``python bench/dispatch.py --help``):
+
+(a) URLs dispatched per second through ``GET /next?n=100`` by ONE API process
+    (uvicorn subprocess, system clock, crawl delay 1 ms so politeness does not bind),
+    closed loop over ``--workers`` concurrent keep-alive connections; the leases are
+    kept for (b).
+(c) p50/p99 latency of ``GET /next?n=100`` at HALF the request rate of (a), open loop
+    (requests start on a fixed schedule; latency counts from the scheduled start, so a
+    slow answer delays nothing and hides nothing).
+(b) events ingested per second through batched ``POST /signal``, ``/click`` and
+    ``/crawl-result`` (``--event-batch`` events per request, bodies serialised before
+    the clock starts): each route alone, then a fixed mix of the three.  The crawl
+    results settle the leases of (a) and (c), each once (topped up, untimed, when
+    those are too few); half go to the mix, half to ``/crawl-result`` alone.
+(d) Redis memory per URL: (``used_memory`` after loading the URLs − ``used_memory`` of
+    the empty store) / URLs, from ``INFO memory``; again after dispatching.
+(e) the raw rate of equivalent Redis work on the same server: per dispatched URL
+    ZPOPMIN from a per-host zset + HGET its 124-byte record + HSET it back + ZADD a
+    lease zset (batches of ``--n``, same concurrency), per event HGET + HSET of a
+    record (batches of ``--event-batch``), each through redis-py asyncio pipelines,
+    bare RESP pipelines and one Lua script per batch; and ``redis-benchmark -t
+    zadd,zpopmin,hset -P 100`` when the binary exists.  Our figures are given as
+    ratios of the raw ones.
+
+The timed HTTP loops use a lean HTTP/1.1 client (:mod:`lean_http`): on two
+cores the client shares the machine with the API and Redis, and httpx cost 5-8 ms of
+client CPU per ``GET /next`` here (~0.6 ms of it httpcore retrying a failing ``import
+sniffio`` 4-5 times per request: sniffio is not installed), the lean client ~1.5 ms.
+
+The URLs are ``https://h{h}.example/p/{j}/index.html`` (``--urls`` over ``--hosts``,
+host by host, as sitemaps would register them).  They are registered through
+``POST /urls`` (batches of 10,000, httpx); when that would take longer than
+``--load-budget`` seconds, the rest goes through the same use case in the bench
+process (``registry.register`` → ``RedisStore.upsert_urls``: the API's code minus
+HTTP); the table says which, with both rates.
+
+A private ``redis-server`` (:class:`LocalRedis`, no persistence) and the API
+(:func:`served_app`) are started here and stopped at the end.  For each phase the
+table notes the CPU the API process, Redis, this client and the rest of the machine
+used (share of one core, from ``/proc``), Redis's own time per ``EVALSHA`` (``INFO
+commandstats``), the API CPU and Redis script time per URL or event, and the URLs the
+API's background rescorer recomputed meanwhile (``/metrics``, read between phases).
+``--profile DIR`` records the API process with ``py-spy`` (raw collapsed stacks)
+during the dispatch phase and the event mix.
+
+This file is the command line; the parts are its sibling modules, each importing only
+those above it: :mod:`config` (the options, the synthetic URLs), :mod:`lean_http`,
+:mod:`sampling` (CPU, Redis memory, py-spy), :mod:`registration`, :mod:`phases` ((a),
+(c), (b)), :mod:`raw_redis` ((e)), :mod:`runner` (one run, its :class:`~runner.Report`)
+and :mod:`report` (the table and the JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from config import Config
+from report import build_table, footer, report_json
+from runner import run
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    """The command line as a :class:`Config`."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--urls", type=int, default=1_000_000, help="URLs registered")
+    p.add_argument("--hosts", type=int, default=10_000, help="hosts they are spread over")
+    p.add_argument("--seconds", type=float, default=10.0, help="length of each timed phase")
+    p.add_argument("--workers", type=int, default=12, help="concurrent client connections")
+    p.add_argument("--n", type=int, default=100, help="URLs asked per GET /next")
+    p.add_argument("--event-batch", type=int, default=1000, help="events per POST")
+    p.add_argument(
+        "--load-budget",
+        type=float,
+        default=45.0,
+        help="seconds of POST /urls before the rest is registered in-process",
+    )
+    p.add_argument("--load-workers", type=int, default=3, help="connections posting /urls")
+    p.add_argument("--warmup", type=float, default=1.0, help="untimed dispatch before (a), s")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    p.add_argument(
+        "--profile", type=Path, default=None, help="py-spy the API into this folder (raw stacks)"
+    )
+    a = p.parse_args(argv)
+    return Config(
+        urls=a.urls, hosts=min(a.hosts, a.urls), seconds=a.seconds, workers=a.workers, n=a.n,
+        event_batch=a.event_batch, load_budget=a.load_budget, load_workers=a.load_workers,
+        warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile,
+    )  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bench, print the table, write the JSON."""
+    cfg = parse_args(argv)
+    console = Console(width=max(160, Console().width))
+    rep = asyncio.run(run(cfg, console))
+    console.print(build_table(rep))
+    console.print(footer(rep))
+    if cfg.json_out is not None:
+        cfg.json_out.write_text(json.dumps(report_json(rep), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,310 @@
+"""(e) The raw rate of the API's Redis work, done by bare Redis on the same server.
+
+Per dispatched URL: ZPOPMIN from a per-host zset + HGET its 124-byte record + HSET it
+back + ZADD a lease zset (batches of ``--n``, ``--workers`` concurrent loops); per
+event: HGET + HSET of a record (batches of ``--event-batch``).  Each through redis-py
+asyncio pipelines, bare RESP pipelines (:class:`RespConnection`: pre-encoded commands,
+hiredis parser) and one Lua script per batch (:data:`RAW_CLIENTS`); and
+``redis-benchmark -t zadd,zpopmin,hset -P 100`` when the binary exists.  The keys live
+in their own database, :data:`RAW_DB`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import re
+import shutil
+import struct
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import hiredis
+import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+
+from config import Config
+
+#: Database of the raw-Redis comparison keys (the store uses db 0).
+RAW_DB = 1
+#: Size of the packed URL record the scripts keep (``lua/lib.lua``).
+RECORD_BYTES = 124
+
+RAW_DISPATCH_LUA = """
+local out = 0
+for i = 1, #ARGV - 2 do
+  local h = ARGV[i]
+  local m = redis.call('ZPOPMIN', 'raw:q:' .. h)[1]
+  if m then
+    local rec = redis.call('HGET', 'raw:u:' .. h, m)
+    redis.call('HSET', 'raw:u:' .. h, m, string.sub(rec, 1, -5) .. ARGV[#ARGV])
+    redis.call('ZADD', 'raw:leases', ARGV[#ARGV - 1], h .. m)
+    out = out + 1
+  end
+end
+return out
+"""
+
+RAW_EVENTS_LUA = """
+for i = 1, #ARGV, 2 do
+  local k = 'raw:u:' .. ARGV[i]
+  local rec = redis.call('HGET', k, ARGV[i + 1])
+  local n = struct.unpack('<I4', rec, 97) + 1
+  redis.call('HSET', k, ARGV[i + 1], string.sub(rec, 1, 96) .. struct.pack('<I4', n)
+             .. string.sub(rec, 101))
+end
+return #ARGV / 2
+"""
+
+
+def resp_args(*args: bytes | str | int | float) -> bytes:
+    """Arguments as RESP bulk strings (the body of a command)."""
+    out = []
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%b\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+def resp(*args: bytes | str | int | float) -> bytes:
+    """One command in RESP, the Redis wire format."""
+    return b"*%d\r\n" % len(args) + resp_args(*args)
+
+
+class RespConnection:
+    """A bare Redis connection: pre-encoded commands out in one write, replies parsed by
+    hiredis (the least client work a pipeline can cost in Python)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+        self._parser = hiredis.Reader()
+
+    @classmethod
+    async def open(cls, port: int, db: int) -> RespConnection:
+        """Connect to 127.0.0.1:``port`` and select ``db``."""
+        conn = cls(*await asyncio.open_connection("127.0.0.1", port))
+        await conn.pipeline([resp("SELECT", db)])
+        return conn
+
+    async def pipeline(self, commands: Sequence[bytes]) -> list[Any]:
+        """Send ``commands`` at once; their replies in order.
+
+        Raises
+        ------
+        RuntimeError
+            If Redis answers an error.
+        """
+        self._writer.write(b"".join(commands))
+        replies: list[Any] = []
+        while len(replies) < len(commands):
+            reply = self._parser.gets()
+            if reply is False:
+                self._parser.feed(await self._reader.read(1 << 16))
+            elif isinstance(reply, hiredis.ReplyError):
+                raise RuntimeError(f"Redis answered {reply}")
+            else:
+                replies.append(reply)
+        return replies
+
+    async def close(self) -> None:
+        """Close the socket."""
+        self._writer.close()
+        await self._writer.wait_closed()
+
+
+async def raw_prepare(port: int, cfg: Config) -> None:
+    """Per host a zset of its URL keys and a hash of 124-byte records, in db ``RAW_DB``."""
+    conn = await RespConnection.open(port, RAW_DB)
+    keys = [f"/p/{j}/index.html" for j in range(cfg.per_host)]
+    # every host has the same members: encode them once
+    zadd = resp_args(*(x for j, k in enumerate(keys) for x in (j, k)))
+    hset = resp_args(*(x for k in keys for x in (k, bytes(RECORD_BYTES))))
+    head = b"*%d\r\n" % (2 + 2 * len(keys))
+    try:
+        await conn.pipeline([resp("FLUSHDB")])
+        for h0 in range(0, cfg.hosts, 100):
+            commands = []
+            for h in range(h0, min(cfg.hosts, h0 + 100)):
+                commands.append(head + resp_args("ZADD", f"raw:q:{h}") + zadd)
+                commands.append(head + resp_args("HSET", f"raw:u:{h}") + hset)
+            await conn.pipeline(commands)
+    finally:
+        await conn.close()
+
+
+#: How the raw loops talk to Redis: redis-py pipelines, bare RESP pipelines, one Lua
+#: script per batch.
+RAW_CLIENTS = ("redis-py", "resp", "lua")
+
+Batch = TypeVar("Batch")
+Key = TypeVar("Key", bytes, str)
+
+
+async def timed_loops(
+    port: int,
+    workers: int,
+    seconds: float,
+    how: str,
+    batches: Callable[[int], Iterator[Batch]],
+    step: Callable[[RespConnection | None, Batch], Awaitable[int]],
+) -> float:
+    """Units/s of ``workers`` concurrent loops that run ``step`` on the batches of
+    ``batches(i)`` (loop ``i``'s own, endless) back to back for ``seconds``; ``step`` gets
+    a :class:`RespConnection` of the loop's own when ``how`` is ``"resp"`` (else
+    ``None``) and returns the units it did."""
+    done = 0
+
+    async def worker(i: int) -> None:
+        nonlocal done
+        conn = await RespConnection.open(port, RAW_DB) if how == "resp" else None
+        source = batches(i)
+        try:
+            while time.perf_counter() < stop_at:
+                got = await step(conn, next(source))
+                done += got  # not `done += await …`: that reads `done` before awaiting
+        finally:
+            if conn is not None:
+                await conn.close()
+
+    t0 = time.perf_counter()
+    stop_at = t0 + seconds
+    await asyncio.gather(*(worker(i) for i in range(workers)))
+    return done / (time.perf_counter() - t0)
+
+
+async def read_then_write(
+    r: aioredis.Redis,
+    items: Sequence[tuple[int, Key]],
+    write: Callable[[Pipeline, int, Key, bytes], None],
+) -> None:
+    """The redis-py way of the raw loops: HGET the record of every ``(host, key)`` of
+    ``items`` in one pipeline, then ``write(pipe, host, key, record)`` each into a second
+    (two round trips)."""
+    pipe = r.pipeline(transaction=False)
+    for h, k in items:
+        pipe.hget(f"raw:u:{h}", k)
+    records = await pipe.execute()
+    pipe = r.pipeline(transaction=False)
+    for (h, k), rec in zip(items, records, strict=True):
+        write(pipe, h, k, rec)
+    await pipe.execute()
+
+
+async def raw_dispatch(port: int, cfg: Config, seconds: float, how: str) -> float:
+    """URLs/s of the minimal dispatch work (see the module docstring): ``workers``
+    concurrent loops over batches of ``n`` hosts; ``how`` in :data:`RAW_CLIENTS`
+    (the pipelined ones take three round trips per batch: pop, read, write)."""
+    r = aioredis.Redis(port=port, db=RAW_DB, max_connections=cfg.workers)
+    sha = await r.script_load(RAW_DISPATCH_LUA)
+    hosts = itertools.cycle(range(cfg.hosts))
+    seq = itertools.count(1)
+
+    async def pipelined_redis_py(batch: list[int], deadline: float) -> int:
+        pipe = r.pipeline(transaction=False)
+        for h in batch:
+            pipe.zpopmin(f"raw:q:{h}")
+        popped = await pipe.execute()
+        items = [(h, m[0][0]) for h, m in zip(batch, popped, strict=True) if m]
+
+        def write_lease(pipe: Pipeline, h: int, m: bytes, rec: bytes) -> None:
+            pipe.hset(f"raw:u:{h}", m, rec[:-4] + struct.pack("<I", next(seq)))
+            pipe.zadd("raw:leases", {f"{h}{m.decode()}": deadline})
+
+        await read_then_write(r, items, write_lease)
+        return len(items)
+
+    async def pipelined_resp(conn: RespConnection, batch: list[int], deadline: float) -> int:
+        popped = await conn.pipeline([resp("ZPOPMIN", f"raw:q:{h}") for h in batch])
+        items = [(h, m[0]) for h, m in zip(batch, popped, strict=True) if m]
+        records = await conn.pipeline([resp("HGET", f"raw:u:{h}", m) for h, m in items])
+        writes = []
+        for (h, m), rec in zip(items, records, strict=True):
+            writes.append(resp("HSET", f"raw:u:{h}", m, rec[:-4] + struct.pack("<I", next(seq))))
+            writes.append(resp("ZADD", "raw:leases", deadline, b"%d%b" % (h, m)))
+        await conn.pipeline(writes)
+        return len(items)
+
+    def host_batches(_: int) -> Iterator[list[int]]:
+        while True:  # the loops share one cycle of the hosts
+            yield [next(hosts) for _ in range(cfg.n)]
+
+    async def step(conn: RespConnection | None, batch: list[int]) -> int:
+        deadline = time.time() + 600
+        if conn is not None:
+            return await pipelined_resp(conn, batch, deadline)
+        if how == "lua":
+            tail = struct.pack("<I", next(seq))
+            return int(await r.evalsha(sha, 0, *batch, deadline, tail))
+        return await pipelined_redis_py(batch, deadline)
+
+    try:
+        return await timed_loops(port, cfg.workers, seconds, how, host_batches, step)
+    finally:
+        await r.aclose()
+
+
+async def raw_events(port: int, cfg: Config, seconds: float, how: str) -> float:
+    """Events/s of the minimal event work: HGET + HSET of a random URL's record, batches
+    of ``event_batch``; ``how`` in :data:`RAW_CLIENTS` (two round trips per batch when
+    pipelined)."""
+    r = aioredis.Redis(port=port, db=RAW_DB, max_connections=cfg.workers)
+    sha = await r.script_load(RAW_EVENTS_LUA)
+    rng = random.Random(cfg.seed + 7)
+    batches = [
+        [
+            (rng.randrange(cfg.hosts), f"/p/{rng.randrange(cfg.per_host)}/index.html")
+            for _ in range(cfg.event_batch)
+        ]
+        for _ in range(64)
+    ]
+
+    def write_event(pipe: Pipeline, h: int, k: str, rec: bytes) -> None:
+        pipe.hset(f"raw:u:{h}", k, rec[:-4] + b"\1\0\0\0")
+
+    async def pipelined_resp(conn: RespConnection, batch: list[tuple[int, str]]) -> None:
+        records = await conn.pipeline([resp("HGET", f"raw:u:{h}", k) for h, k in batch])
+        await conn.pipeline(
+            [
+                resp("HSET", f"raw:u:{h}", k, rec[:-4] + b"\1\0\0\0")
+                for (h, k), rec in zip(batch, records, strict=True)
+            ]
+        )
+
+    def own_batches(offset: int) -> Iterator[list[tuple[int, str]]]:
+        return itertools.islice(itertools.cycle(batches), offset, None)
+
+    async def step(conn: RespConnection | None, batch: list[tuple[int, str]]) -> int:
+        if conn is not None:
+            await pipelined_resp(conn, batch)
+        elif how == "lua":
+            await r.evalsha(sha, 0, *(x for h, k in batch for x in (h, k)))
+        else:
+            await read_then_write(r, batch, write_event)
+        return len(batch)
+
+    try:
+        return await timed_loops(port, cfg.workers, seconds, how, own_batches, step)
+    finally:
+        await r.aclose()
+
+
+def redis_benchmark(port: int) -> dict[str, float]:
+    """``redis-benchmark -t zadd,zpopmin,hset -P 100 -q`` (ops/s by test); empty when the
+    binary is missing."""
+    exe = shutil.which("redis-benchmark")
+    if exe is None:
+        return {}
+    cmd = [
+        exe, "-p", str(port), "--dbnum", "2", "-t", "zadd,zpopmin,hset", "-P", "100",
+        "-n", "2000000", "-c", "16", "-q",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    out: dict[str, float] = {}
+    for line in done.stdout.replace("\r", "\n").splitlines():
+        m = re.match(r"^\s*([A-Z]+)(?: [^:]*)?: ([\d.]+) requests per second", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    return out

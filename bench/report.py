@@ -1,0 +1,214 @@
+"""The report of a run: the one table, its footer, and the figures as JSON.
+
+Pure functions of a :class:`~runner.Report`; the targets the table checks are
+:data:`TARGETS`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from config import LOAD_BATCH
+from phases import RESULT_ROUTE, percentile
+from raw_redis import RAW_CLIENTS
+from runner import Report
+
+TARGETS = {
+    "dispatch": 20_000.0,  # URLs/s, at least
+    "events": 50_000.0,  # events/s per API process, at least
+    "p99_ms": 20.0,  # /next p99 at half load, at most
+    "bytes_per_url": 300.0,  # Redis memory per URL, at most
+}
+
+
+def verdict(ok: bool) -> str:
+    """PASS or MISS, coloured."""
+    return "[green]PASS[/]" if ok else "[red]MISS[/]"
+
+
+def raw_cells(rep: Report, kind: str, ours: float) -> tuple[str, str]:
+    """The raw-Redis column (one line per client of :data:`RAW_CLIENTS`) and ours/raw."""
+    raws = [(how, rep.raw.get(f"{kind} {how}", float("nan"))) for how in RAW_CLIENTS]
+    return (
+        "\n".join(f"{v:,.0f} {how}" for how, v in raws),
+        "\n".join(f"{ours / v:.3f}" if v > 0 else "" for _, v in raws),
+    )
+
+
+def build_table(rep: Report) -> Table:
+    """The one table of the run."""
+    cfg = rep.cfg
+    t = Table(
+        title=f"crawlsched dispatch bench: {cfg.urls:,} URLs, {cfg.hosts:,} hosts, one API "
+        f"process, {cfg.workers} connections, {os.cpu_count()} cores, "
+        f"wall {rep.wall_s:.0f} s",
+        show_lines=True,
+    )
+    for col in ("figure", "measured", "target", "", "raw Redis", "ours/raw", "notes"):
+        t.add_column(col, overflow="fold")
+    load = rep.load
+    how = (
+        f"via POST /urls, batches of {LOAD_BATCH:,} ({load.api_urls:,} URLs, "
+        f"{cfg.load_workers} connections); {rep.notes.get('load_api', '')}"
+    )
+    t.add_row("registration (URLs/s)", f"{load.rate('api'):,.0f}", "", "", "", "", how)
+    if load.direct_urls:
+        t.add_row(
+            "registration in-process (URLs/s)",
+            f"{load.rate('direct'):,.0f}",
+            "", "", "", "",
+            f"the last {load.direct_urls:,} URLs (after the {cfg.load_budget:.0f} s budget of "
+            f"POST /urls) via registry.register → RedisStore.upsert_urls in the bench "
+            f"process; {rep.notes.get('load_direct', '')}",
+        )  # fmt: skip
+    sample = rep.mem_sample
+    for label, used, extra in (
+        ("after load", rep.mem_loaded,
+         f"empty {rep.mem_empty / 1e6:.1f} MB → {used_memory_mb(rep.mem_loaded)}; "
+         f"MEMORY USAGE per URL of one host: queue {sample.get('queue', 0):.0f} B "
+         f"({sample.get('queue_encoding')}), records {sample.get('urls', 0):.0f} B "
+         f"({sample.get('urls_encoding')})"),
+        ("after dispatch", rep.mem_dispatched,
+         f"{used_memory_mb(rep.mem_dispatched)} with the leases of (a) out"),
+    ):  # fmt: skip
+        per = rep.per_url(used)
+        t.add_row(
+            f"Redis memory per URL, {label} (B)",
+            f"{per:,.0f}",
+            f"≤ {TARGETS['bytes_per_url']:.0f}",
+            verdict(per <= TARGETS["bytes_per_url"]),
+            "", "", extra,
+        )  # fmt: skip
+    d = rep.dispatch
+    if d is not None:
+        t.add_row(
+            f"(a) dispatch, GET /next?n={cfg.n} (URLs/s)",
+            f"{d.rate:,.0f}",
+            f"≥ {TARGETS['dispatch']:,.0f}",
+            verdict(d.rate >= TARGETS["dispatch"]),
+            *raw_cells(rep, "dispatch", d.rate),
+            f"{d.request_rate:,.1f} req/s over {d.seconds:.1f} s, {d.short} short answers; "
+            f"closed-loop p50 {1000 * percentile(d.latencies, 0.5):.1f} ms, "
+            f"p99 {1000 * percentile(d.latencies, 0.99):.1f} ms; {rep.notes['dispatch']}",
+        )
+    lat = rep.latency
+    if lat is not None:
+        for q in (0.5, 0.99):
+            ok = q < 0.9 or lat.p(q) <= TARGETS["p99_ms"]
+            t.add_row(
+                f"(c) /next p{round(q * 100)} at half load (ms)",
+                f"{lat.p(q):,.1f}",
+                f"≤ {TARGETS['p99_ms']:.0f}" if q > 0.9 else "",
+                verdict(ok) if q > 0.9 else "",
+                "", "",
+                f"open loop {lat.rate:,.1f} req/s ({lat.sent} requests, "
+                f"{lat.urls / lat.seconds:,.0f} URLs/s); {rep.notes['latency']}"
+                if q > 0.9 else "",
+            )  # fmt: skip
+    mix = rep.events.get("mix")
+    if mix is not None:
+        shares = ", ".join(
+            f"{k} {v / mix.seconds:,.0f}/s ({v / max(1, mix.total):.0%})"
+            for k, v in mix.events.items()
+        )
+        t.add_row(
+            f"(b) events ingested, mix (events/s, batches of {cfg.event_batch:,})",
+            f"{mix.rate:,.0f}",
+            f"≥ {TARGETS['events']:,.0f}",
+            verdict(mix.rate >= TARGETS["events"]),
+            *raw_cells(rep, "events", mix.rate),
+            f"{shares}{' (leases ran out)' if mix.ran_out else ''}; {rep.notes['events_mix']}",
+        )
+    for kind, path in (("signal", "/signal"), ("click", "/click"), ("result", RESULT_ROUTE)):
+        ev = rep.events.get(kind)
+        if ev is None or ev.seconds <= 0:
+            continue
+        acc = sum(ev.accepted.values()) / max(1, ev.total)
+        t.add_row(
+            f"(b) {path} alone (events/s)",
+            f"{ev.rate:,.0f}",
+            f"≥ {TARGETS['events']:,.0f}",
+            verdict(ev.rate >= TARGETS["events"]),
+            *raw_cells(rep, "events", ev.rate),
+            f"{ev.total:,} events in {ev.seconds:.1f} s, {acc:.0%} accepted"
+            f"{f' ({rep.topped_up:,} leases topped up untimed)' if kind == 'result' else ''}"
+            f"{' (leases ran out)' if ev.ran_out else ''}; {rep.notes[f'events_{kind}']}",
+        )
+    for name, ops in rep.redis_benchmark.items():
+        t.add_row(
+            f"(e) redis-benchmark {name} -P 100 (ops/s)",
+            "",
+            "", "",
+            f"{ops:,.0f}",
+            "",
+            "16 clients, 2,000,000 requests",
+        )  # fmt: skip
+    return t
+
+
+def footer(rep: Report) -> str:
+    """The paragraph under the table: how to read the raw-Redis and CPU columns, and how
+    long the API took to stop."""
+    return (
+        "Raw Redis: the same server after the API stopped, the same work per URL/event; "
+        "'redis-py' and 'resp' (pre-encoded commands, hiredis parser) pipeline it (3 round "
+        "trips per dispatch batch, 2 per event batch), 'lua' runs one script per batch.  "
+        "CPU shares are of one core (this machine has 2); 'other processes' is what the rest "
+        f"of the machine used meanwhile.  The API stopped {rep.api_exit_s:.1f} s after SIGTERM "
+        "(served_app kills it after 10 s)."
+    )
+
+
+def used_memory_mb(used: int) -> str:
+    """``used`` bytes in MB."""
+    return f"{used / 1e6:,.1f} MB"
+
+
+def report_json(rep: Report) -> dict[str, Any]:
+    """The figures as plain data."""
+    d, lat = rep.dispatch, rep.latency
+    return {
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(rep.cfg).items()},
+        "wall_s": rep.wall_s,
+        "api_exit_s": rep.api_exit_s,
+        "leases_topped_up": rep.topped_up,
+        "load": vars(rep.load),
+        "memory": {
+            "empty": rep.mem_empty,
+            "loaded": rep.mem_loaded,
+            "dispatched": rep.mem_dispatched,
+            "per_url_loaded": rep.per_url(rep.mem_loaded),
+            "per_url_dispatched": rep.per_url(rep.mem_dispatched),
+            "sample_per_url": rep.mem_sample,
+        },
+        "dispatch": None
+        if d is None
+        else {
+            "urls_per_s": d.rate,
+            "requests_per_s": d.request_rate,
+            "p50_ms": 1000 * percentile(d.latencies, 0.5),
+            "p99_ms": 1000 * percentile(d.latencies, 0.99),
+            "short_answers": d.short,
+        },
+        "latency_half_load": None
+        if lat is None
+        else {"rate": lat.rate, "sent": lat.sent, "p50_ms": lat.p(0.5), "p99_ms": lat.p(0.99)},
+        "events": {
+            k: {
+                "events_per_s": v.rate,
+                "events": v.events,
+                "accepted": v.accepted,
+                "seconds": v.seconds,
+                "ran_out": v.ran_out,
+            }
+            for k, v in rep.events.items()
+        },
+        "raw": rep.raw,
+        "redis_benchmark": rep.redis_benchmark,
+        "meters": rep.meters,
+        "targets": TARGETS,
+    }

@@ -1,0 +1,168 @@
+"""One run of the bench: start Redis and the API, run every phase, stop both.
+
+:func:`run` loads the frontier (:mod:`registration`), runs (a), (c) and (b) through
+the API (:mod:`phases`) with a :class:`~sampling.Meter` window around each, then (e)
+on the same Redis once the API has stopped (:mod:`raw_redis`), and returns a
+:class:`Report` of everything measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from rich.console import Console
+
+from config import CRAWL_DELAY_S, LOAD_BATCH, Config
+from phases import (
+    ROUTES,
+    DispatchResult,
+    EventsResult,
+    LatencyResult,
+    dispatch_closed,
+    dispatch_open,
+    event_bodies,
+    post_events,
+    result_bodies,
+    top_up,
+)
+from raw_redis import RAW_CLIENTS, raw_dispatch, raw_events, raw_prepare, redis_benchmark
+from registration import LoadResult, load_direct, load_via_api
+from sampling import Meter, child_pid, py_spy, sample_key_memory, used_memory
+from service.loadgen.demo import served_app
+from service.store.redis.local import LocalRedis
+
+
+@dataclass
+class Report:
+    """Everything measured, for the table and the JSON file."""
+
+    cfg: Config
+    load: LoadResult = field(default_factory=LoadResult)
+    mem_empty: int = 0
+    mem_loaded: int = 0
+    mem_dispatched: int = 0
+    mem_sample: dict[str, float | str] = field(default_factory=dict)
+    dispatch: DispatchResult | None = None
+    latency: LatencyResult | None = None
+    events: dict[str, EventsResult] = field(default_factory=dict)
+    raw: dict[str, float] = field(default_factory=dict)
+    redis_benchmark: dict[str, float] = field(default_factory=dict)
+    meters: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    api_exit_s: float = 0.0
+    topped_up: int = 0
+    wall_s: float = 0.0
+
+    def per_url(self, used: int) -> float:
+        """Bytes of Redis memory per URL at ``used``."""
+        return (used - self.mem_empty) / self.cfg.urls
+
+    def keep(self, key: str, meter: Meter, units: float, unit: str) -> None:
+        """Keep the figures of ``meter``'s last window under ``key``, with its note per
+        ``unit`` (``units`` of them done in the window)."""
+        self.meters[key] = meter.as_dict()
+        self.notes[key] = meter.note(units, unit)
+
+
+#: The event mix of (b): 40 % signals, 40 % clicks, 20 % crawl results.
+MIX = ("signal", "click", "signal", "click", "result")
+
+
+async def run(cfg: Config, console: Console) -> Report:
+    """Start Redis and the API, run every phase, stop both."""
+    rep = Report(cfg)
+    t_start = time.perf_counter()
+    env = {
+        "CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(CRAWL_DELAY_S),
+        "CRAWLSCHED_MAX_BATCH": str(max(LOAD_BATCH, cfg.event_batch)),
+        "CRAWLSCHED_MAX_NEXT": str(max(1000, cfg.n)),
+    }
+    with LocalRedis() as server:
+        assert server.process is not None
+        admin = redis.Redis(port=server.port)
+        with served_app({**env, "CRAWLSCHED_STORE": server.url}) as base:
+            api_pid = child_pid("uvicorn")
+            meter = Meter(api_pid, server.process.pid, admin, base)
+            console.log(f"redis pid {server.process.pid} port {server.port}; API pid {api_pid}")
+            rep.mem_empty = used_memory(admin)
+
+            console.log(f"loading {cfg.urls:,} URLs on {cfg.hosts:,} hosts")
+            with meter.window():
+                await load_via_api(base, cfg, rep.load)
+            rep.keep("load_api", meter, rep.load.api_urls, "URL")
+            if rep.load.api_urls < cfg.urls:
+                console.log(f"budget spent: the last {cfg.urls - rep.load.api_urls:,} in-process")
+                with meter.window():
+                    await load_direct(server.url, cfg, rep.load)
+                rep.keep("load_direct", meter, rep.load.direct_urls, "URL")
+            rep.mem_loaded = used_memory(admin)
+            rep.mem_sample = sample_key_memory(admin, cfg)
+
+            pool: list[tuple[str, str]] = []
+            console.log("dispatch (a)")
+            await dispatch_closed(base, cfg, cfg.warmup, pool)
+            with py_spy(api_pid, cfg.profile, "dispatch", cfg.seconds), meter.window():
+                rep.dispatch = await dispatch_closed(base, cfg, cfg.seconds, pool)
+            rep.keep("dispatch", meter, rep.dispatch.urls, "URL")
+            rep.mem_dispatched = used_memory(admin)
+
+            half = rep.dispatch.request_rate / 2
+            console.log(f"latency at half load (c): {half:.1f} requests/s")
+            with meter.window():
+                rep.latency = await dispatch_open(base, cfg, half, cfg.seconds, pool)
+            rep.keep("latency", meter, rep.latency.urls, "URL")
+
+            rep.topped_up = await top_up(base, cfg, pool)
+            console.log(f"events (b): {len(pool):,} leases to settle")
+            await run_events(base, cfg, rep, pool, meter, api_pid)
+            t_stop = time.perf_counter()
+        rep.api_exit_s = time.perf_counter() - t_stop
+
+        console.log("raw Redis (e)")
+        raw_s = max(2.0, cfg.seconds / 2)
+        for how in RAW_CLIENTS:  # each from full queues
+            await raw_prepare(server.port, cfg)
+            rep.raw[f"dispatch {how}"] = await raw_dispatch(server.port, cfg, raw_s, how)
+        for how in RAW_CLIENTS:
+            rep.raw[f"events {how}"] = await raw_events(server.port, cfg, raw_s, how)
+        rep.redis_benchmark = redis_benchmark(server.port)
+        admin.close()
+    rep.wall_s = time.perf_counter() - t_start
+    return rep
+
+
+async def run_events(
+    base: str,
+    cfg: Config,
+    rep: Report,
+    pool: list[tuple[str, str]],
+    meter: Meter,
+    api_pid: int | None,
+) -> None:
+    """(b): each route alone, then the mix (crawl results drawn from ``pool``)."""
+    rng = random.Random(cfg.seed + 1)
+    prebuilt = {k: event_bodies(cfg, k, 64, rng) for k in ROUTES}
+    settle = result_bodies(cfg, pool, rng)
+    # half the leases for the mix, half for /crawl-result alone: each settles once
+    results = {"mix": iter(settle[: len(settle) // 2]), "alone": iter(settle[len(settle) // 2 :])}
+
+    def bodies(run: str = "alone") -> dict[str, Iterator[bytes]]:
+        return {**{k: itertools.cycle(v) for k, v in prebuilt.items()}, "result": results[run]}
+
+    alone_s = max(2.0, 0.4 * cfg.seconds)
+    for kind in ("signal", "click"):
+        with meter.window():
+            rep.events[kind] = await post_events(base, cfg, alone_s, (kind,), bodies())
+        rep.keep(f"events_{kind}", meter, rep.events[kind].total, "event")
+    with py_spy(api_pid, cfg.profile, "events", cfg.seconds), meter.window():
+        rep.events["mix"] = await post_events(base, cfg, cfg.seconds, MIX, bodies("mix"))
+    rep.keep("events_mix", meter, rep.events["mix"].total, "event")
+    with meter.window():
+        rep.events["result"] = await post_events(base, cfg, alone_s, ("result",), bodies())
+    rep.keep("events_result", meter, rep.events["result"].total, "event")
