@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 import struct
 
+from scheduler_core.multipliers import LogMean, host_multiplier
 from service.store.base import HostState, UrlState
 from service.store.redis.keys import expand_url
 
 __all__ = [
     "HOST",
+    "PARAMS",
     "URL",
     "format_lease_id",
+    "host_log_mean",
     "parse_lease_id",
     "unpack_host",
     "unpack_url",
@@ -85,9 +88,9 @@ def unpack_host(
     lambda0: float | None,
 ) -> HostState:
     """A host record and its counts as a snapshot; λ_h needs the current λ₀."""
-    delay, gate, mean, _, scored = HOST.unpack(blob)
+    delay, gate, _, _, scored = HOST.unpack(blob)
     lam0 = lambda0 or 0.0
-    lam_h = 0.0 if lambda0 is None or math.isnan(mean) else max(0.0, math.exp(mean) - lambda0)
+    lam_h = host_multiplier(lambda0, LogMean(host_log_mean(blob), 1.0))
     return HostState(
         host=host, crawl_delay_s=delay, gate_at=gate, urls=urls, queued=queued, due=due,
         next_due_at=float(next_due) if next_due else None, lambda_h=lam_h,

@@ -110,19 +110,8 @@ local function due_time(u, cap)
   return math.min(value_due(u), u.last + cap)
 end
 
--- Re-key a host in the ready set: max(earliest due, gate); out when its queue is empty.
-local function refresh(host, gate)
-  local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
-  if head[1] then
-    local r = num(head[2])
-    if gate > r then r = gate end
-    redis.call('ZADD', K_READY, r, host)
-  else
-    redis.call('ZREM', K_READY, host)
-  end
-end
-
--- Re-key many hosts at once (a set: host -> true): one HMGET, one ZADD, one ZREM.
+-- Re-key hosts in the ready set by max(earliest due, gate); out when their queue is
+-- empty.  `touched` is a set (host -> true): one HMGET, one ZADD, one ZREM for all.
 local function refresh_all(touched)
   local hosts = {}
   for host in pairs(touched) do hosts[#hosts + 1] = host end
@@ -173,6 +162,7 @@ end
 -- Expired leases go back to their host queues (at-least-once delivery).
 local function reclaim(now_arg, history)
   local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', now_arg)
+  local touched = {}
   for _, seq in ipairs(expired) do
     redis.call('ZREM', K_DEADLINES, seq)
     local l = get_lease(seq)
@@ -182,8 +172,9 @@ local function reclaim(now_arg, history)
     u.lease = 0
     put_url(l.host, l.ukey, u)
     redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey)
-    refresh(l.host, get_host(l.host).gate)
+    touched[l.host] = true
   end
+  refresh_all(touched)
   if #expired > 0 then trim_history(history) end
   return #expired
 end

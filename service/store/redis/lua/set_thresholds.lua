@@ -16,5 +16,5 @@ for i = 4, #ARGV, 2 do
 end
 h.scored = slam
 put_host(host, h)
-refresh(host, h.gate)
+refresh_all({[host] = true})
 return n
