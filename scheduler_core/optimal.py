@@ -12,6 +12,8 @@ located to float resolution — adjacent doubles lo < hi with Σξ(lo) ≥ R >
 Σξ(hi) — and the rates interpolate between the two solutions,
 ξ = ξ(hi) + t·(ξ(lo) − ξ(hi)), so that Σξ = R: in effect the *marginal*
 URL(s), whose rate is discontinuous at λ₀, get what remains of the budget.
+The search is vectorised over many such problems; :mod:`scheduler_core.host_optimum`
+runs it for the per-host multipliers λ_h of all binding hosts at once.
 
 References
 ----------
@@ -28,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import gammaincinv
 
 from scheduler_core.errors import ParameterError
@@ -41,6 +44,8 @@ from scheduler_core.value import (
 )
 
 __all__ = ["Optimum", "baseline", "no_signal_freshness", "solve_optimum"]
+
+IntArray = NDArray[np.int64]
 
 #: A rate that differs from f(ι(λ₀)) by more than this (relative) gets its own threshold.
 _RATE_RTOL = 1e-10
@@ -122,141 +127,198 @@ def _check_budget(budget_per_s: float) -> float:
     return budget
 
 
-def _between(lo: float, hi: float) -> float | None:
-    """A double strictly between ``lo`` and ``hi`` (0 < lo < hi), preferring the log midpoint."""
-    mid = math.exp(0.5 * (math.log(lo) + math.log(hi)))
-    if lo < mid < hi:
-        return mid
-    mid = lo + 0.5 * (hi - lo)
-    return mid if lo < mid < hi else None
+@dataclass(frozen=True, slots=True)
+class _Curves:
+    """ι(Λ) = V⁻¹(Λ) and f(ι) of one model: GREEDY in closed form, or GREEDY-NCIS.
+
+    Both are vectorised over URLs; Λ may be one value or one per URL.
+    """
+
+    signals: bool
+    terms: int | None = None
+
+    def thresholds(self, params: UrlParams, lam: float | FloatArray) -> FloatArray:
+        """ι_i(Λ_i) in seconds, shape (m,); ``inf`` where Λ_i ≥ V_i(∞)."""
+        if self.signals:
+            return threshold_for_value(params, lam, terms=self.terms)
+        w, d = params.weight, params.change_rate
+        live = (w > 0) & (d > 0)
+        cap = params.max_value
+        y = np.minimum(np.where(live, lam * d / np.where(live, w, 1.0), 1.0), 1.0)
+        iota = gammaincinv(2.0, y) / np.where(live, d, 1.0)
+        return np.asarray(np.where(lam < cap, iota, np.inf), dtype=np.float64)
+
+    def rates(self, params: UrlParams, thresholds: FloatArray) -> FloatArray:
+        """f_i(ι_i) in crawls per second, shape (m,); 0 where ι = ∞."""
+        if self.signals:
+            return crawl_frequency(params, thresholds, terms=self.terms)
+        with np.errstate(divide="ignore"):
+            return np.asarray(1.0 / thresholds, dtype=np.float64)
+
+    def limits(self, params: UrlParams) -> FloatArray:
+        """V_i(∞), shape (m,): W/Δ, less with truncated sums; where Σξ(Λ) may jump."""
+        limits = params.max_value
+        if self.signals and self.terms is not None:  # V_J(∞) = (W/Δ)(1 − q^J) < W/Δ
+            live = np.flatnonzero((params.weight > 0) & (params.change_rate > 0))
+            limits = limits.copy()
+            ends = np.full(live.size, np.inf)
+            limits[live] = crawl_value(params.take(live), ends, terms=self.terms)
+        return limits
 
 
-def _secant_step(lo: float, hi: float, f_lo: float, f_hi: float) -> float | None:
-    """The regula-falsi point of (lo, f_lo), (hi, f_hi), f_lo ≥ 0 > f_hi; ``None`` if none.
+@dataclass(frozen=True, slots=True)
+class _Jumps:
+    """Where each of n totals Σξ_j(Λ) may jump: the distinct V(∞) of its URLs.
+
+    ``problem`` and ``values``, shape (k,), are sorted by problem, then value;
+    ``start``, shape (n,), is the first index of each problem.
+    """
+
+    problem: IntArray
+    values: FloatArray
+    start: IntArray
+
+    @classmethod
+    def of(cls, problem: ArrayLike, values: ArrayLike, n: int) -> _Jumps:
+        p, v = np.asarray(problem, dtype=np.int64), np.asarray(values, dtype=np.float64)
+        order = np.lexsort((v, p))
+        p, v = p[order], v[order]
+        keep = np.ones(p.size, dtype=bool)
+        keep[1:] = (p[1:] != p[:-1]) | (v[1:] != v[:-1])
+        p, v = p[keep], v[keep]
+        return cls(p, v, np.searchsorted(p, np.arange(n)).astype(np.int64))
+
+    def count_at_most(self, x: FloatArray) -> IntArray:
+        """How many of each problem's values are ≤ x_j, shape (n,)."""
+        below = self.problem[self.values <= x[self.problem]]
+        return np.bincount(below, minlength=self.start.size).astype(np.int64)
+
+
+def _between(lo: FloatArray, hi: FloatArray) -> FloatArray:
+    """A double strictly between lo and hi (0 < lo < hi), preferably the log midpoint; else NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mid = np.exp(0.5 * (np.log(lo) + np.log(hi)))
+        plain = lo + 0.5 * (hi - lo)
+    plain = np.where((lo < plain) & (plain < hi), plain, np.nan)
+    return np.asarray(np.where((lo < mid) & (mid < hi), mid, plain), dtype=np.float64)
+
+
+def _secant_steps(lo: FloatArray, hi: FloatArray, f_lo: FloatArray, f_hi: FloatArray) -> FloatArray:
+    """The regula-falsi points of (lo, f_lo), (hi, f_hi), f_lo ≥ 0 > f_hi; NaN where none.
 
     Interpolates in ln Λ while the bracket is wide.  A point within 1% of the
     bracket from an end is pushed inwards to twice its distance (at least a
     few ulps), so that a root close to that end gets bracketed tightly.
     """
-    if not f_lo > f_hi:
-        return None
-    s = f_lo / (f_lo - f_hi)
-    if hi > 2.0 * lo:
-        guess = math.exp(math.log(lo) + s * (math.log(hi) - math.log(lo)))
-    else:
-        guess = lo + s * (hi - lo)
-    guess = min(max(guess, lo), hi)
-    near = 0.01 * (hi - lo)
-    if hi - guess < near:
-        guess = hi - max(2.0 * (hi - guess), hi * _ULPS)
-    elif guess - lo < near:
-        guess = lo + max(2.0 * (guess - lo), lo * _ULPS)
-    return guess if lo < guess < hi else None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = f_lo / (f_lo - f_hi)
+        log_guess = np.exp(np.log(lo) + s * (np.log(hi) - np.log(lo)))
+        guess = np.where(hi > 2.0 * lo, log_guess, lo + s * (hi - lo))
+        guess = np.minimum(np.maximum(guess, lo), hi)
+        near = 0.01 * (hi - lo)
+        down = hi - np.maximum(2.0 * (hi - guess), hi * _ULPS)
+        up = lo + np.maximum(2.0 * (guess - lo), lo * _ULPS)
+        guess = np.where(hi - guess < near, down, np.where(guess - lo < near, up, guess))
+    ok = (f_lo > f_hi) & (lo < guess) & (guess < hi)
+    return np.asarray(np.where(ok, guess, np.nan), dtype=np.float64)
 
 
-def _locate_multiplier(
-    total_rate: Callable[[float], float], budget: float, cap: float, jumps: FloatArray
-) -> tuple[float, float]:
-    """Adjacent doubles lo < hi with Σξ(lo) ≥ ``budget`` > Σξ(hi).
+#: Σξ_j(Λ_j) for the problems ``which`` (indices, shape (k,)) at Λ (shape (k,)).
+_TotalRates = Callable[[FloatArray, IntArray], FloatArray]
 
-    Σξ(``cap``) = 0 for ``cap`` = max W/Δ.  ``jumps`` are the URLs' V(∞) =
-    W/Δ, sorted: where Σξ may jump (trap 4).  The lower end is found by
-    expansion; then a safeguarded Illinois regula falsi narrows the bracket to
-    float resolution, falling back to bisection whenever two steps fail to
-    halve it.  A secant creeps onto a jump slowly, so once the bracket holds a
-    single W/Δ it probes that value and a few ulps below it (where rounding
-    may put the jump).
-    """
-    hi = cap
-    while (g_hi := total_rate(hi) - budget) >= 0:  # Σξ(cap) = 0 but for rounding
-        hi *= 2.0
-    lo = hi
-    while True:
-        lo *= _EXPAND
-        if lo < sys.float_info.min:
+
+def _expand(
+    total_rates: _TotalRates, targets: FloatArray, caps: FloatArray, argument: str
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """A first bracket (lo, hi, g(lo) ≥ 0, g(hi) < 0) of g = Σξ − target, from ``caps`` down."""
+    hi = np.array(caps, dtype=np.float64)
+    g_hi = total_rates(hi, np.arange(hi.size)) - targets
+    while (more := np.flatnonzero(g_hi >= 0)).size:  # Σξ(cap) = 0 but for rounding
+        hi[more] *= 2.0
+        g_hi[more] = total_rates(hi[more], more) - targets[more]
+    lo, g_lo = hi.copy(), g_hi.copy()
+    pending = np.arange(hi.size)
+    while pending.size:
+        lo[pending] *= _EXPAND
+        if (lo[pending] < sys.float_info.min).any():
             raise ParameterError(
-                "`budget_per_s` exceeds the largest total crawl rate the model resolves"
+                f"`{argument}` exceeds the largest total crawl rate the model resolves"
             )
-        g_lo = total_rate(lo) - budget
-        if g_lo >= 0:
-            break
-        hi, g_hi = lo, g_lo
+        g = total_rates(lo[pending], pending) - targets[pending]
+        g_lo[pending] = g
+        short = pending[g < 0]
+        hi[short], g_hi[short] = lo[short], g_lo[short]
+        pending = short
+    return lo, hi, g_lo, g_hi
+
+
+def _locate_multipliers(
+    total_rates: _TotalRates,
+    targets: FloatArray,
+    caps: FloatArray,
+    jumps: _Jumps,
+    *,
+    start: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None = None,
+    argument: str = "budget_per_s",
+) -> tuple[FloatArray, FloatArray]:
+    """Adjacent doubles lo_j < hi_j with Σξ_j(lo_j) ≥ target_j > Σξ_j(hi_j), shape (n,) each.
+
+    Solves n problems at once, each Σξ_j decreasing in Λ with Σξ_j(cap_j) =
+    0; ``jumps`` holds where each may jump (trap 4).  The bracket comes from
+    ``start`` — (lo, hi, g(lo), g(hi)) with g = Σξ − target — or by expansion
+    from ``caps`` down (``argument`` names the input blamed when that fails).
+    Then a safeguarded Illinois regula falsi narrows each bracket to float
+    resolution, falling back to bisection whenever two steps fail to halve
+    it.  A secant creeps onto a jump slowly, so once a bracket holds a single
+    V(∞) it probes that value and a few ulps below it (where rounding may put
+    the jump).
+    """
+    if start is None:
+        start = _expand(total_rates, targets, caps, argument)
+    lo, hi, f_lo, f_hi = (np.array(a, dtype=np.float64) for a in start)
+    n = lo.size
     # Illinois: the secant uses (possibly halved) copies of g at the ends.
-    f_lo, f_hi = g_lo, g_hi
-    last_side = 0
-    stalled = 0
+    last_side = np.zeros(n, dtype=np.int8)
+    stalled = np.zeros(n, dtype=np.int64)
     width = hi - lo
-    probed = math.nan
-    probes: list[float] = []
-    while (mid := _between(lo, hi)) is not None:
-        inside = jumps[
-            np.searchsorted(jumps, lo, side="right") : np.searchsorted(jumps, hi, "right")
-        ]
-        if inside.size == 1 and inside[0] != probed:
-            probed = float(inside[0])
-            probes = [probed, probed * (1.0 - _ULPS)]
-        while probes and not lo < probes[0] < hi:
-            probes.pop(0)
-        if probes:
-            lam = probes.pop(0)
-        else:
-            guess = _secant_step(lo, hi, f_lo, f_hi) if stalled < 2 else None
-            lam = mid if guess is None else guess
-        g = total_rate(lam) - budget
-        if g >= 0:
-            lo, f_lo = lam, g
-            if last_side == 1:
-                f_hi *= 0.5
-            last_side = 1
-        else:
-            hi, f_hi = lam, g
-            if last_side == -1:
-                f_lo *= 0.5
-            last_side = -1
-        if lam == mid or hi - lo <= 0.5 * width:
-            width, stalled = hi - lo, 0
-        else:
-            stalled += 1
+    probed = np.full(n, np.nan)
+    probes = np.full((n, 2), np.nan)  # queued probe points, NaN = none
+    last = jumps.values.size - 1
+    while (active := np.isfinite(mid := _between(lo, hi))).any():
+        below = jumps.count_at_most(lo)
+        single = jumps.count_at_most(hi) - below == 1
+        value = jumps.values[np.minimum(jumps.start + below, last)] if last >= 0 else probed
+        new = active & single & (value != probed)
+        probed[new] = value[new]
+        probes[new] = np.stack([value[new], value[new] * (1.0 - _ULPS)], axis=1)
+        for _ in range(2):  # drop queued probes that left the bracket
+            gone = ~((lo < probes[:, 0]) & (probes[:, 0] < hi))
+            probes[gone] = np.stack([probes[gone, 1], np.full(int(gone.sum()), np.nan)], axis=1)
+        probe = active & np.isfinite(probes[:, 0])
+        guess = np.where(stalled < 2, _secant_steps(lo, hi, f_lo, f_hi), np.nan)
+        lam = np.where(probe, probes[:, 0], np.where(np.isfinite(guess), guess, mid))
+        probes[probe] = np.stack([probes[probe, 1], np.full(int(probe.sum()), np.nan)], axis=1)
+        which = np.flatnonzero(active)
+        g = np.full(n, np.nan)
+        g[which] = total_rates(lam[which], which) - targets[which]
+        up, down = active & (g >= 0), active & (g < 0)
+        lo, f_lo = np.where(up, lam, lo), np.where(up, g, f_lo)
+        f_hi = np.where(up & (last_side == 1), 0.5 * f_hi, f_hi)
+        hi, f_hi = np.where(down, lam, hi), np.where(down, g, f_hi)
+        f_lo = np.where(down & (last_side == -1), 0.5 * f_lo, f_lo)
+        last_side = np.where(up, 1, np.where(down, -1, last_side)).astype(np.int8)
+        progress = active & ((lam == mid) | (hi - lo <= 0.5 * width))
+        width = np.where(progress, hi - lo, width)
+        stalled = np.where(progress, 0, np.where(active, stalled + 1, stalled))
     return lo, hi
 
 
-@dataclass(frozen=True, slots=True)
-class _Bracket:
-    """The solutions at the two ends of the λ₀ bracket, and the interpolated rates."""
-
-    hi: float
-    thresholds_lo: FloatArray
-    thresholds_hi: FloatArray
-    rates_hi: FloatArray
-    rates: FloatArray
-
-
-def _bracket(
-    params: UrlParams,
-    budget: float,
-    thresholds_at: Callable[[float], FloatArray],
-    rates_of: Callable[[FloatArray], FloatArray],
-    limits: FloatArray,
-) -> _Bracket | None:
-    """Locate λ₀ and spend the budget exactly; ``None`` when no URL is worth a crawl.
-
-    ``limits`` are the URLs' V(∞), shape (m,): W/Δ, less with truncated sums.
-    """
-    crawlable = (params.weight > 0) & (params.change_rate > 0)
-    if not crawlable.any():
-        return None
-    cap = float(params.max_value[crawlable].max())
-    jumps = np.unique(limits[crawlable])
-
-    def total_rate(lam: float) -> float:
-        return float(rates_of(thresholds_at(lam)).sum())
-
-    lo, hi = _locate_multiplier(total_rate, budget, cap, jumps)
-    iota_lo, iota_hi = thresholds_at(lo), thresholds_at(hi)
-    rates_lo, rates_hi = rates_of(iota_lo), rates_of(iota_hi)
+def _spend(budget: float, rates_lo: FloatArray, rates_hi: FloatArray) -> FloatArray:
+    """ξ = ξ(hi) + t·(ξ(lo) − ξ(hi)) with t ∈ [0, 1] chosen so that Σξ = ``budget``."""
     jump = np.maximum(rates_lo - rates_hi, 0.0)
-    share = min(max((budget - float(rates_hi.sum())) / float(jump.sum()), 0.0), 1.0)
-    return _Bracket(hi, iota_lo, iota_hi, rates_hi, rates_hi + share * jump)
+    total = float(jump.sum())
+    share = min(max((budget - float(rates_hi.sum())) / total, 0.0), 1.0) if total > 0 else 0.0
+    return np.asarray(rates_hi + share * jump, dtype=np.float64)
 
 
 def _inert(params: UrlParams) -> Optimum:
@@ -265,6 +327,67 @@ def _inert(params: UrlParams) -> Optimum:
     return Optimum(
         0.0, np.full(params.m, np.inf), np.zeros(params.m), fresh, _accuracy(params, fresh)
     )
+
+
+def _finish(
+    params: UrlParams,
+    curves: _Curves,
+    value: FloatArray,
+    rates: FloatArray,
+    rates_hi: FloatArray,
+    thresholds_lo: FloatArray,
+    thresholds_hi: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Thresholds and freshness of the final rates, shape (m,) each.
+
+    ``value`` is each URL's Λ = λ₀ + λ_h (reported multiplier, upper end of
+    its bracket); ``rates_hi`` and ``thresholds_hi`` the solution there,
+    ``thresholds_lo`` that at the lower end.  Without signals the threshold
+    is 1/ξ and the freshness G(ξ)/W.  With signals a URL whose rate moved off
+    f(ι(hi)) — a marginal URL — gets the threshold where f crosses ξ and
+    freshness F(ι) + (ξ − f(ι))·Λ/W (see :func:`solve_optimum`).
+    """
+    if not curves.signals:
+        with np.errstate(divide="ignore"):
+            thresholds = np.where(rates > 0, 1.0 / rates, np.inf)
+        return thresholds, no_signal_freshness(params, rates)
+    terms = curves.terms
+    thresholds = thresholds_hi.copy()
+    fresh = freshness_at_threshold(params, thresholds, terms=terms)
+    moved = np.flatnonzero((rates > 0) & (np.abs(rates - rates_hi) > _RATE_RTOL * rates))
+    if moved.size:
+        sub = params.take(moved)
+        beta = sub.signal_time_equivalent
+        top = np.maximum(MAX_THRESHOLD_S, 64.0 * np.where(np.isfinite(beta), beta, 0.0))
+        upper = np.where(np.isfinite(thresholds[moved]), thresholds[moved], top)
+        iota = _threshold_for_rate(sub, rates[moved], thresholds_lo[moved], upper, terms)
+        # G(ξ) = G(f(ι)) + (ξ − f(ι))·Λ: G′ = V = Λ across a step of f at ι.
+        extra = rates[moved] - crawl_frequency(sub, iota, terms=terms)
+        gained = freshness_at_threshold(sub, iota, terms=terms) + extra * value[moved] / sub.weight
+        thresholds[moved] = iota
+        fresh[moved] = np.clip(gained, 0.0, 1.0)
+    return thresholds, fresh
+
+
+def _solve(params: UrlParams, budget: float, curves: _Curves) -> Optimum:
+    """Locate λ₀, spend the budget exactly, and report (no host limits)."""
+    crawlable = (params.weight > 0) & (params.change_rate > 0)
+    if not crawlable.any():
+        return _inert(params)
+    limits = curves.limits(params)[crawlable]
+    jumps = _Jumps.of(np.zeros(limits.size, dtype=np.int64), limits, 1)
+    cap = np.array([params.max_value[crawlable].max()])
+
+    def total_rate(lam: FloatArray, which: IntArray) -> FloatArray:
+        return np.array([curves.rates(params, curves.thresholds(params, float(lam[0]))).sum()])
+
+    lo, hi = (float(x[0]) for x in _locate_multipliers(total_rate, np.array([budget]), cap, jumps))
+    iota_lo, iota_hi = curves.thresholds(params, lo), curves.thresholds(params, hi)
+    rates_hi = curves.rates(params, iota_hi)
+    rates = _spend(budget, curves.rates(params, iota_lo), rates_hi)
+    value = np.full(params.m, hi)
+    thresholds, fresh = _finish(params, curves, value, rates, rates_hi, iota_lo, iota_hi)
+    return Optimum(hi, thresholds, rates, fresh, _accuracy(params, fresh))
 
 
 def baseline(params: UrlParams, budget_per_s: float) -> Optimum:
@@ -306,30 +429,7 @@ def baseline(params: UrlParams, budget_per_s: float) -> Optimum:
     >>> round(opt.lambda0, 6)  # V(1 s) = 1 − 2/e
     0.264241
     """
-    budget = _check_budget(budget_per_s)
-    w, d = params.weight, params.change_rate
-    live = (w > 0) & (d > 0)
-    safe_w = np.where(live, w, 1.0)
-    safe_d = np.where(live, d, 1.0)
-    cap = params.max_value
-
-    def thresholds_at(lam: float) -> FloatArray:
-        y = np.minimum(np.where(live, lam * d / safe_w, 1.0), 1.0)
-        iota = gammaincinv(2.0, y) / safe_d
-        return np.asarray(np.where(lam < cap, iota, np.inf), dtype=np.float64)
-
-    def rates_of(iota: FloatArray) -> FloatArray:
-        with np.errstate(divide="ignore"):
-            return np.asarray(1.0 / iota, dtype=np.float64)
-
-    found = _bracket(params, budget, thresholds_at, rates_of, cap)
-    if found is None:
-        return _inert(params)
-    rates = found.rates
-    with np.errstate(divide="ignore"):
-        thresholds = np.where(rates > 0, 1.0 / rates, np.inf)
-    fresh = no_signal_freshness(params, rates)
-    return Optimum(found.hi, thresholds, rates, fresh, _accuracy(params, fresh))
+    return _solve(params, _check_budget(budget_per_s), _Curves(signals=False))
 
 
 def _threshold_for_rate(
@@ -400,33 +500,4 @@ def solve_optimum(params: UrlParams, budget_per_s: float, *, terms: int | None =
     if not (params.signal_rate > 0).any():
         return baseline(params, budget)
 
-    def thresholds_at(lam: float) -> FloatArray:
-        return threshold_for_value(params, lam, terms=terms)
-
-    def rates_of(iota: FloatArray) -> FloatArray:
-        return crawl_frequency(params, iota, terms=terms)
-
-    limits = params.max_value
-    if terms is not None:  # V_J(∞) = (W/Δ)(1 − q^J) < W/Δ
-        live = np.flatnonzero((params.weight > 0) & (params.change_rate > 0))
-        limits = limits.copy()
-        limits[live] = crawl_value(params.take(live), np.full(live.size, np.inf), terms=terms)
-    found = _bracket(params, budget, thresholds_at, rates_of, limits)
-    if found is None:
-        return _inert(params)
-    lam0, rates = found.hi, found.rates
-    thresholds = found.thresholds_hi.copy()
-    fresh = freshness_at_threshold(params, thresholds, terms=terms)
-    moved = np.flatnonzero((rates > 0) & (np.abs(rates - found.rates_hi) > _RATE_RTOL * rates))
-    if moved.size:
-        sub = params.take(moved)
-        beta = sub.signal_time_equivalent
-        top = np.maximum(MAX_THRESHOLD_S, 64.0 * np.where(np.isfinite(beta), beta, 0.0))
-        upper = np.where(np.isfinite(thresholds[moved]), thresholds[moved], top)
-        iota = _threshold_for_rate(sub, rates[moved], found.thresholds_lo[moved], upper, terms)
-        # G(ξ) = G(f(ι)) + (ξ − f(ι))·λ₀: G′ = V = λ₀ across a step of f at ι.
-        extra = rates[moved] - crawl_frequency(sub, iota, terms=terms)
-        gained = freshness_at_threshold(sub, iota, terms=terms) + extra * lam0 / sub.weight
-        thresholds[moved] = iota
-        fresh[moved] = np.clip(gained, 0.0, 1.0)
-    return Optimum(lam0, thresholds, rates, fresh, _accuracy(params, fresh))
+    return _solve(params, budget, _Curves(signals=True, terms=terms))
