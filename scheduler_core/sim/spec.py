@@ -226,6 +226,10 @@ class WorldSpec:
         Seed of every random draw (≥ 0).
     signals : bool, default True
         False: no change-indicating signals at all (recall = ν = 0, no signal events).
+    clicks : bool, default True
+        False: no click events are drawn (W still weighs the URLs); score such a
+        world by its time-weighted freshness, the expectation of the
+        click-weighted one, at a fraction of the memory for large worlds.
 
     Raises
     ------
@@ -252,6 +256,7 @@ class WorldSpec:
     warmup_fraction: float = 0.1
     seed: int = 0
     signals: bool = True
+    clicks: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.urls:
@@ -292,9 +297,9 @@ class WorldSpec:
                     kwargs[key] = Dist.from_mapping(value)
                 except ParameterError as exc:
                     raise ParameterError(f"`{key}`: {exc}") from None
-            elif key == "signals":
+            elif key in ("signals", "clicks"):
                 if not isinstance(value, bool):
-                    raise ParameterError("`signals` must be true or false")
+                    raise ParameterError(f"`{key}` must be true or false")
                 kwargs[key] = value
             elif key in ("urls", "hosts", "seed"):
                 if isinstance(value, bool) or not isinstance(value, int):

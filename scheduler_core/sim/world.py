@@ -222,7 +222,7 @@ class World:
         params = UrlParams.create(weight, change, recall, nu)
         delays = np.maximum(spec.crawl_delay_s.sample(rng, n_hosts), 0.0)
         duration = spec.duration_days * DAY_S
-        log = _simulate(rng, params, duration, spec if spec.signals else None)
+        log = _simulate(rng, params, duration, spec if spec.signals else None, clicks=spec.clicks)
         return cls(
             urls=urls,
             hosts=hosts,
@@ -418,7 +418,12 @@ def _host_counts(shares: FloatArray, m: int) -> IntArray:
 
 
 def _simulate(
-    rng: np.random.Generator, params: UrlParams, duration: float, signals: WorldSpec | None
+    rng: np.random.Generator,
+    params: UrlParams,
+    duration: float,
+    signals: WorldSpec | None,
+    *,
+    clicks: bool = True,
 ) -> EventLog:
     """The events of ``params`` on [0, duration), sorted by time.
 
@@ -430,7 +435,8 @@ def _simulate(
     """
     m = params.m
     rates = np.zeros((3, m))
-    rates[CLICK] = params.weight
+    if clicks:
+        rates[CLICK] = params.weight
     rates[CHANGE] = params.change_rate
     if signals is not None:
         rates[SIGNAL] = params.false_signal_rate

@@ -12,7 +12,7 @@ import math
 import secrets
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from itertools import islice
 
 from scheduler_core.due import due_time
@@ -34,6 +34,9 @@ from service.store.base import (
 from service.store.memory_records import Host, Lease, Shard, Url
 
 __all__ = ["MemoryStore"]
+
+#: The fields a URL snapshot copies.
+_STATE_FIELDS = tuple(f.name for f in fields(UrlState))
 
 
 class MemoryStore:
@@ -130,7 +133,8 @@ class MemoryStore:
 
     @staticmethod
     def _snapshot(u: Url) -> UrlState:
-        return UrlState(**asdict(u))
+        # A shallow copy field by field: dataclasses.asdict deep-copies, ~10× slower.
+        return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS})
 
     # -- registration ------------------------------------------------------------------------
     async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
