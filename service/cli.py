@@ -1,4 +1,4 @@
-"""The ``crawlsched`` command: serve, loadgen, demo, world."""
+"""The ``crawlsched`` command: serve, loadgen, demo, simulate, world."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 
 from scheduler_core.errors import ParameterError
+from scheduler_core.policies import POLICY_NAMES
 from scheduler_core.sim import DAY_S, World, WorldSpec
+from scheduler_core.sim.bandwidth import Bandwidth
 from service.client import CrawlschedClient
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
@@ -23,6 +25,7 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
+from service.sim_runner import run_simulation
 from service.store.redis.local import LocalRedis
 
 __all__ = ["app", "main"]
@@ -172,6 +175,70 @@ def _demo(w: World, speed: float, cap_s: float, store: str, workers: int) -> Loa
     )
     with served_app(env) as base_url:
         return asyncio.run(_drive(base_url, w, workers))
+
+
+def _bandwidth(text: str | None) -> Bandwidth | None:
+    """``"0:100,400:150"`` (day:crawls per day, ...) as a Bandwidth."""
+    if text is None:
+        return None
+    try:
+        pairs = [tuple(float(x) for x in part.split(":")) for part in text.split(",")]
+        return Bandwidth.steps([(a * DAY_S, b / DAY_S) for a, b in pairs])
+    except (ValueError, ParameterError) as exc:
+        raise typer.BadParameter(
+            f"expected day:crawls_per_day,... starting at day 0 ({exc})", param_hint="--bandwidth"
+        ) from None
+
+
+@app.command("simulate")
+def simulate_cmd(
+    world: WorldOpt = None,
+    seed: SeedOpt = None,
+    no_signals: NoSignalsOpt = False,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--policy",
+            "-p",
+            help=f"policy to run (repeat the option); known: crawlsched, {', '.join(POLICY_NAMES)}",
+        ),
+    ] = None,
+    crawls_per_step: Annotated[
+        int, typer.Option("--crawls-per-step", min=1, help="fetches per decision step")
+    ] = 1,
+    host_limits: Annotated[
+        bool, typer.Option("--host-limits", help="enforce each host's crawl delay (politeness)")
+    ] = False,
+    bandwidth: Annotated[
+        str | None,
+        typer.Option("--bandwidth", help="R over time: day:crawls_per_day,... e.g. 0:100,400:150"),
+    ] = None,
+    signal_discard_s: Annotated[
+        float, typer.Option("--signal-discard-s", min=0, help="T_DELAY (GREEDY-NCIS-D), s")
+    ] = 0.0,
+    rescore_every_s: Annotated[
+        float,
+        typer.Option("--rescore-every-s", min=0, help="crawlsched: s between rescoring passes"),
+    ] = 0.0,
+    json_path: JsonOpt = None,
+) -> None:
+    """Run policies in process on a simulated world and compare them with the optimum."""
+    w = _draw(world, seed, no_signals)
+    report = run_simulation(
+        w,
+        policy or ["crawlsched", "greedy", "greedy-ncis"],
+        seed=w.seed,
+        crawls_per_step=crawls_per_step,
+        host_limits=host_limits,
+        bandwidth=_bandwidth(bandwidth),
+        signal_discard_s=signal_discard_s,
+        rescore_every_s=rescore_every_s,
+        log=console.print,
+    )
+    report.print(Console())
+    if json_path is not None:
+        report.write_json(json_path)
+        console.print(f"report written to {json_path}")
 
 
 @app.command("world")

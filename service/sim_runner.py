@@ -1,0 +1,214 @@
+"""``crawlsched simulate``: run policies on one world, side by side with the optimum.
+
+Every policy runs on the same world (same events) through
+:func:`scheduler_core.sim.simulator.simulate`; ``crawlsched`` is the service's
+own code path (:class:`service.simulation.ServicePolicy`), every other name a
+reference policy of :mod:`scheduler_core.policies`.  The report puts each
+policy's freshness next to BASELINE (the continuous optimum without signals)
+and the continuous optimum with signals, both with the same per-host limits
+as the run, and, for ``crawlsched``, the λ₀ and λ_h it tracked online next to
+the solver's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from scheduler_core.host_optimum import HostOptimum, solve_host_optimum
+from scheduler_core.policies import Policy, make_policy
+from scheduler_core.sim import DAY_S, World
+from scheduler_core.sim.bandwidth import Bandwidth
+from scheduler_core.sim.simulator import problem_of, simulate
+from service.simulation import ServicePolicy
+
+__all__ = ["PolicyRow", "SimulationReport", "build_policy", "run_simulation"]
+
+#: The service's own code path.
+SERVICE = "crawlsched"
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """One policy's run."""
+
+    policy: str
+    accuracy: float  # click-weighted freshness (time-weighted without clicks)
+    stderr: float  # binomial standard error of the click-weighted figure (nan without clicks)
+    time_weighted: float
+    crawls: int
+    wall_s: float
+    lambda0_online: float | None = None  # the service's λ₀ at the end of the run
+
+
+@dataclass
+class SimulationReport:
+    """Policies on one world, with the optimum for reference."""
+
+    world: dict[str, Any]
+    baseline: float  # accuracy of the continuous optimum without signals
+    optimum: float | None  # ... with signals (None for a world without signals)
+    lambda0: float  # the solver's λ₀ (of the optimum the service's values aim at)
+    binding_hosts: int
+    rows: list[PolicyRow] = field(default_factory=list)
+    host_lambdas: dict[str, dict[str, float]] = field(default_factory=dict)
+    solve_s: float = 0.0
+
+    def print(self, console: Console) -> None:
+        """A rich table: each policy's freshness and its ratio to BASELINE."""
+        w = self.world
+        table = Table(
+            title=(
+                f"{w['urls']:,} URLs on {w['hosts']} hosts, {w['duration_days']:g} days, "
+                f"R = {w['budget_per_day']:g}/day, signals {'on' if w['signals'] else 'off'}"
+            )
+        )
+        for col in ("policy", "freshness", "± s.e.", "÷ BASELINE", "crawls", "wall s"):
+            table.add_column(col, justify="left" if col == "policy" else "right")
+        table.add_row("BASELINE (continuous, no signals)", f"{self.baseline:.4f}", "", "1.000")
+        if self.optimum is not None:
+            ratio = self.optimum / self.baseline
+            table.add_row("optimum with signals", f"{self.optimum:.4f}", "", f"{ratio:.3f}")
+        for r in self.rows:
+            table.add_row(
+                r.policy,
+                f"{r.accuracy:.4f}",
+                "" if math.isnan(r.stderr) else f"{r.stderr:.4f}",
+                f"{r.accuracy / self.baseline:.3f}",
+                f"{r.crawls:,}",
+                f"{r.wall_s:.1f}",
+            )
+        console.print(table)
+        for r in self.rows:
+            if r.lambda0_online is not None:
+                console.print(
+                    f"λ₀: {r.policy} tracked {r.lambda0_online:.4g} online; the solver's is "
+                    f"{self.lambda0:.4g} (ratio {r.lambda0_online / self.lambda0:.3f}); "
+                    f"{self.binding_hosts} host limit(s) bind"
+                )
+
+    def write_json(self, path: Path) -> None:
+        """The report as JSON."""
+        path.write_text(json.dumps(asdict(self), indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(x: object) -> object:
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def build_policy(
+    name: str, *, seed: int, signal_discard_s: float, rescore_every_s: float
+) -> Policy:
+    """A policy by name: ``crawlsched`` (the service) or a reference policy.
+
+    Raises
+    ------
+    ParameterError
+        On an unknown name.
+    """
+    if name == SERVICE:
+        return ServicePolicy(
+            seed=seed,
+            rescore_every_s=rescore_every_s,
+            settings={"signal_discard_s": signal_discard_s},
+        )
+    return make_policy(name, seed=seed, signal_discard_s=signal_discard_s)
+
+
+def _optimum(world: World, host_limits: bool, signals: bool) -> HostOptimum:
+    problem = problem_of(world, host_limits=host_limits)
+    return solve_host_optimum(
+        world.params, world.host_of, problem.host_limit_per_s, world.budget_per_s, signals=signals
+    )
+
+
+def run_simulation(
+    world: World,
+    policies: list[str],
+    *,
+    seed: int = 0,
+    crawls_per_step: int = 1,
+    host_limits: bool = False,
+    bandwidth: Bandwidth | None = None,
+    signal_discard_s: float = 0.0,
+    rescore_every_s: float = 0.0,
+    log: Any = None,
+) -> SimulationReport:
+    """Run ``policies`` (names) on ``world`` and compare them with the optimum.
+
+    Raises
+    ------
+    ParameterError
+        On an unknown policy name or a bad simulation setting.
+    """
+    built = [
+        build_policy(
+            name, seed=seed, signal_discard_s=signal_discard_s, rescore_every_s=rescore_every_s
+        )
+        for name in policies
+    ]
+    started = time.perf_counter()
+    base = _optimum(world, host_limits, signals=False)
+    has_signals = bool((world.params.signal_rate > 0).any())
+    best = _optimum(world, host_limits, signals=True) if has_signals else base
+    spec = world.spec
+    report = SimulationReport(
+        world={
+            "urls": len(world.urls),
+            "hosts": len(world.hosts),
+            "duration_days": world.duration_s / DAY_S,
+            "budget_per_day": world.budget_per_s * DAY_S,
+            "signals": has_signals,
+            "seed": world.seed,
+            "crawls_per_step": crawls_per_step,
+            "host_limits": host_limits,
+            "spec": None if spec is None else spec.to_mapping(),
+        },
+        baseline=base.accuracy,
+        optimum=best.accuracy if has_signals else None,
+        lambda0=best.lambda0,
+        binding_hosts=int(best.binding.sum()),
+        solve_s=time.perf_counter() - started,
+    )
+    for policy in built:
+        if log is not None:
+            log(f"running {policy.name} ...")
+        res = simulate(
+            world,
+            policy,
+            crawls_per_step=crawls_per_step,
+            bandwidth=bandwidth,
+            host_limits=host_limits,
+        )
+        online = policy.lambda0 if isinstance(policy, ServicePolicy) else None
+        report.rows.append(
+            PolicyRow(
+                policy=res.policy,
+                accuracy=res.accuracy,
+                stderr=res.report.click_stderr,
+                time_weighted=res.report.time_weighted,
+                crawls=res.report.crawls,
+                wall_s=res.wall_s,
+                lambda0_online=online,
+            )
+        )
+        if isinstance(policy, ServicePolicy):
+            bound = np.flatnonzero(best.binding)
+            report.host_lambdas = {
+                world.hosts[h]: {
+                    "online": float(policy.host_lambdas[h]),
+                    "solver": float(best.host_lambdas[h]),
+                }
+                for h in bound.tolist()
+            }
+    return report
