@@ -12,15 +12,28 @@ from scheduler_core.policies.base import (
     top_k_within_room,
 )
 from scheduler_core.policies.catalog import GREEDY_NAMES, POLICY_NAMES, make_policy
+from scheduler_core.policies.exp3 import Exp3Policy
 from scheduler_core.policies.greedy import GreedyPolicy
+from scheduler_core.policies.lambdacrawl import LambdaCrawlPolicy
+from scheduler_core.policies.lds import LowDiscrepancyPolicy
+from scheduler_core.policies.proportional import ProportionalPolicy, UniformPolicy
+from scheduler_core.policies.registry import REFERENCE_POLICIES
+from scheduler_core.policies.thompson import ThompsonPolicy
 
 __all__ = [
     "GREEDY_NAMES",
     "POLICY_NAMES",
+    "REFERENCE_POLICIES",
     "CrawlHistory",
+    "Exp3Policy",
     "GreedyPolicy",
+    "LambdaCrawlPolicy",
+    "LowDiscrepancyPolicy",
     "Policy",
     "Problem",
+    "ProportionalPolicy",
+    "ThompsonPolicy",
+    "UniformPolicy",
     "check_selection",
     "make_policy",
     "top_k_within_room",

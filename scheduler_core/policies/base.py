@@ -285,7 +285,10 @@ def top_k_within_room(
         return np.empty(0, dtype=np.int64)
     if int(host_room.min(initial=k)) >= k:  # no host limit can bind: a partial sort
         if k < m:
-            part = np.argpartition(-score, k - 1)[:k]
+            cut = np.partition(-score, k - 1)[k - 1]  # minus the k-th highest score
+            above = np.flatnonzero(-score < cut)
+            tied = np.flatnonzero(-score == cut)[: k - above.size]  # lower indices first
+            part = np.concatenate([above, tied])
             top = part[np.lexsort((part, -score[part]))]
         else:
             top = np.lexsort((np.arange(m), -score))
