@@ -23,8 +23,8 @@ With S_h(Λ) = Σ_{i∈h} f_i(ι_i(Λ)), decreasing in Λ (paper 004, Lemma 2):
 
 T and every S_h jump where Λ crosses a URL's V(∞) (``MATH.md``, "Numerical
 traps" 4), so each multiplier is located to float resolution by the search of
-:mod:`scheduler_core.optimal` and the marginal URL(s) get the remaining rate:
-limits and budget are met to rounding.
+:mod:`scheduler_core.multiplier_search` and the marginal URL(s) get the
+remaining rate: limits and budget are met to rounding.
 
 References
 ----------
@@ -41,16 +41,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from scheduler_core.errors import ParameterError
-from scheduler_core.optimal import (
+from scheduler_core.multiplier_search import (
+    Curves,
     IntArray,
-    _accuracy,
-    _check_budget,
-    _Curves,
-    _finish,
-    _Jumps,
-    _locate_multipliers,
-    _spend,
+    Jumps,
+    locate_group_multipliers,
+    locate_multipliers,
+    spend,
+    spend_per_group,
 )
+from scheduler_core.optimal import _accuracy, _check_budget, _finish
 from scheduler_core.params import FloatArray, UrlParams, as_float_array
 
 __all__ = ["HostOptimum", "solve_host_optimum"]
@@ -141,7 +141,7 @@ class _Outer:
     def __init__(
         self,
         params: UrlParams,
-        curves: _Curves,
+        curves: Curves,
         hosts: IntArray,
         limits: FloatArray,
         budget: float,
@@ -216,45 +216,6 @@ class _Outer:
         none = np.isinf(hi)
         hi[none], g_hi[none] = caps[none], -self.limits[bound][none]
         return lo, hi, g_lo, g_hi
-
-
-def _host_multipliers(
-    params: UrlParams,
-    curves: _Curves,
-    hosts: IntArray,
-    limits: FloatArray,
-    bound: IntArray,
-    caps: FloatArray,
-    outer: _Outer | None,
-) -> tuple[FloatArray, FloatArray]:
-    """Inner search: adjacent doubles lo_h < hi_h with S_h(lo_h) ≥ k_h > S_h(hi_h), shape (n,).
-
-    ``bound`` are n hosts with k_h > 0 and a URL worth crawling, ``caps``
-    their largest W/Δ.  Brackets come from ``outer`` when given, else by
-    expansion down from ``caps``.
-    """
-    n = bound.size
-    slot_of = np.full(limits.size, -1, dtype=np.int64)
-    slot_of[bound] = np.arange(n)
-    live = (params.weight > 0) & (params.change_rate > 0)
-    members = np.flatnonzero(live & (slot_of[hosts] >= 0))
-    slot = slot_of[hosts[members]]
-    jumps = _Jumps.of(slot, curves.limits(params.take(members)), n)
-
-    def host_rates(lam: FloatArray, which: IntArray) -> FloatArray:
-        asked = np.zeros(n, dtype=bool)
-        asked[which] = True
-        rows = asked[slot]
-        value = np.zeros(n)
-        value[which] = lam
-        sub = params.take(members[rows])
-        rates = curves.rates(sub, curves.thresholds(sub, value[slot[rows]]))
-        return np.asarray(np.bincount(slot[rows], rates, minlength=n)[which], dtype=np.float64)
-
-    start = None if outer is None else outer.seeds(bound, caps)
-    return _locate_multipliers(
-        host_rates, limits[bound], caps, jumps, start=start, argument="host_limit_per_s"
-    )
 
 
 def solve_host_optimum(
@@ -351,7 +312,7 @@ def solve_host_optimum(
     if terms is not None and terms < 1:
         raise ParameterError("`terms` must be >= 1 (or None for the exact sums)")
     hosts, limits = _check_hosts(params.m, host_of, host_limit_per_s)
-    curves = _Curves(signals and bool((params.signal_rate > 0).any()), terms)
+    curves = Curves(signals and bool((params.signal_rate > 0).any()), terms)
     n_hosts = limits.size
     live = (params.weight > 0) & (params.change_rate > 0)
     host_cap = np.zeros(n_hosts)  # largest W/Δ of the host's URLs worth crawling
@@ -381,9 +342,9 @@ def solve_host_optimum(
     else:
         outer = _Outer(params, curves, hosts, limits, budget)
         limits_url = curves.limits(params)[live]
-        jumps = _Jumps.of(np.zeros(limits_url.size, dtype=np.int64), limits_url, 1)
+        jumps = Jumps.of(np.zeros(limits_url.size, dtype=np.int64), limits_url, 1)
         cap = np.array([params.max_value[live].max()])
-        lo_arr, hi_arr = _locate_multipliers(outer, np.array([budget]), cap, jumps)
+        lo_arr, hi_arr = locate_multipliers(outer, np.array([budget]), cap, jumps)
         lo, hi = float(lo_arr[0]), float(hi_arr[0])
         lambda0 = hi
         at_lo, at_hi = outer.at(lo), outer.at(hi)
@@ -397,10 +358,11 @@ def solve_host_optimum(
     value_lo[closed] = value_hi[closed] = host_cap[closed]
     searched = np.flatnonzero(in_search & (limits > 0))
     if searched.size:
-        found_lo, found_hi = _host_multipliers(
-            params, curves, hosts, limits, searched, host_cap[searched], outer
+        caps = host_cap[searched]
+        start = None if outer is None else outer.seeds(searched, caps)
+        value_lo[searched], value_hi[searched] = locate_group_multipliers(
+            params, curves, hosts, limits, searched, caps, start=start, argument="host_limit_per_s"
         )
-        value_lo[searched], value_hi[searched] = found_lo, found_hi
     rows = np.flatnonzero(in_search[hosts])
     thresholds_lo[rows], thresholds_hi[rows] = np.inf, np.inf
     rates_lo[rows], rates_hi[rows] = 0.0, 0.0
@@ -415,16 +377,11 @@ def solve_host_optimum(
             rates[members] = curves.rates(sub, thresholds[members])
 
     # Each host in the inner search spends exactly k_h between its two ends.
-    jump = np.where(in_search[hosts], np.maximum(rates_lo - rates_hi, 0.0), 0.0)
-    room = limits - np.bincount(hosts, np.where(in_search[hosts], rates_hi, 0.0), n_hosts)
-    widths = np.bincount(hosts, jump, minlength=n_hosts)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(widths > 0, np.clip(room / widths, 0.0, 1.0), 0.0)
-    at_limit = rates_hi + share[hosts] * jump
+    at_limit = spend_per_group(limits, hosts, in_search, rates_lo, rates_hi)
     binding = in_search & (value_hi > hi)  # still over its limit at λ₀ = hi
     spent_lo = np.where(in_search[hosts], at_limit, rates_lo)
     spent_hi = np.where(binding[hosts], at_limit, rates_hi)
-    rates = spent_lo if slack else _spend(budget, spent_lo, spent_hi)
+    rates = spent_lo if slack else spend(budget, spent_lo, spent_hi)
 
     host_lambdas = np.where(binding, value_hi - lambda0, 0.0)
     value = np.where(binding[hosts], value_hi[hosts], lambda0)
