@@ -64,6 +64,18 @@ class ServicePolicy(Policy):
         clock ``manual``.  The revisit cap defaults to twice the run's length
         (none, as BASELINE), and leases never expire within a run.
 
+    Notes
+    -----
+    A step of k crawls happens at one instant.  Hosts without a politeness
+    limit get a 1 µs crawl delay, and the policy asks again 1 µs later for
+    what a host's gate held back.  The service then counts a host's second and
+    later URLs of a step as held back by politeness ("gated": the host's gate
+    is later than the URL's due time), which raises that host's λ_h although
+    its limit does not bind.  Run the service path with one crawl per step,
+    or with steps of fewer crawls than hosts, when λ_h matters (a helper
+    measured 0.429 against GREEDY's 0.512 with 20 crawls a step on 20 hosts,
+    and 0.510 against 0.512 on one host).
+
     Attributes
     ----------
     lambda0 : float or None

@@ -132,7 +132,9 @@ def simulate(
         Started here with ``problem`` (or :func:`problem_of` ``world``).
     crawls_per_step : int
         Fetches per decision step (≥ 1); steps happen where the cumulative
-        budget crosses multiples of it.
+        budget crosses multiples of it, strictly before the world's end (a
+        world exactly N steps long gets N − 1: the N-th would come at its end,
+        where no click is left to serve).
     bandwidth : Bandwidth, optional
         R(t); default: constant at ``world.budget_per_s``.
     host_limits : bool
