@@ -34,7 +34,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -247,7 +247,7 @@ def run_jobs(
 
     The pool starts the jobs by decreasing :func:`estimated_cpu_s` (the longest
     first, for balance); each process keeps the last two worlds it generated.
-    Progress lines go to stderr as the results come in, in job order.
+    Progress lines go to stderr as the results come in.
     """
     started = time.perf_counter()
 
@@ -267,12 +267,13 @@ def run_jobs(
             note(i, job, results[-1])
         return results
     order = sorted(range(len(jobs)), key=lambda i: -estimated_cpu_s(jobs[i]))
+    results: list[dict[str, Any]] = [{} for _ in jobs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {i: pool.submit(run_job, jobs[i]) for i in order}  # longest first
-        results = []
-        for i, job in enumerate(jobs):
-            results.append(futures[i].result())
-            note(i, job, results[-1])
+        futures = {pool.submit(run_job, jobs[i]): i for i in order}  # longest first
+        for done, fut in enumerate(as_completed(futures)):
+            i = futures[fut]
+            results[i] = fut.result()
+            note(done, jobs[i], results[i])
     return results
 
 
