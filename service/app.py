@@ -1,4 +1,4 @@
-"""The FastAPI app factory: wiring, error mapping and the background rescorer."""
+"""The FastAPI app factory: wiring, error mapping, the background rescorer and learner."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from service.errors import InvalidInput, NotFound, StoreUnavailable
 from service.metrics import Metrics
 from service.routes import dispatch, events, ops, urls
 from service.scheduler.context import Context
+from service.scheduler.learning import run_learner, run_relearner
 from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings, get_settings
 from service.store.base import Store
@@ -113,17 +114,22 @@ def create_app(
             shared_clock = AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
         context = app.state.context = Context(opened, shared_clock, settings, metrics)
         stop = asyncio.Event()
-        task = asyncio.create_task(run_rescorer(context, stop), name="rescorer")
+        tasks = {
+            asyncio.create_task(run_rescorer(context, stop), name="rescorer"),
+            asyncio.create_task(run_learner(context, stop), name="learner"),
+            asyncio.create_task(run_relearner(context, stop), name="relearner"),
+        }
         try:
             yield
         finally:
             # a flag and a bounded wait: a cancellation swallowed inside a Redis call
             # must not hang the shutdown
             stop.set()
-            task.cancel()
-            done, _ = await asyncio.wait({task}, timeout=5.0)
-            if not done:
-                log.warning("the rescorer did not stop within 5 s; shutting down anyway")
+            for task in tasks:
+                task.cancel()
+            _, pending = await asyncio.wait(tasks, timeout=5.0)
+            if pending:
+                log.warning("background tasks did not stop within 5 s; shutting down anyway")
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -43,6 +44,23 @@ WorldOpt = Annotated[
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="random seed (overrides the spec)")]
 NoSignalsOpt = Annotated[
     bool, typer.Option("--no-signals", help="a world without change-indicating signals")
+]
+
+
+class ParamMode(enum.StrEnum):
+    """Where the service's parameters come from."""
+
+    learned = "learned"
+    oracle = "oracle"
+
+
+ParamsOpt = Annotated[
+    ParamMode,
+    typer.Option(
+        "--params",
+        help="learned: URLs registered bare, every parameter estimated online; "
+        "oracle: the world's true parameters registered as fixed",
+    ),
 ]
 JsonOpt = Annotated[Path | None, typer.Option("--json", help="write the report as JSON here")]
 TraceOutOpt = Annotated[
@@ -84,9 +102,9 @@ def _finish(report: LoadgenReport, json_path: Path | None) -> None:
         console.print(f"report written to {json_path}")
 
 
-async def _drive(base_url: str, world: World, workers: int) -> LoadgenReport:
+async def _drive(base_url: str, world: World, workers: int, params: str) -> LoadgenReport:
     async with CrawlschedClient(base_url) as client:
-        options = LoadgenOptions(workers=workers)
+        options = LoadgenOptions(workers=workers, params=params)
         return await run_loadgen(world, client, options, log=console.print)
 
 
@@ -111,10 +129,11 @@ def loadgen(
     trace_out: TraceOutOpt = None,
     trace_in: TraceInOpt = None,
     workers: WorkersOpt = 4,
+    params: ParamsOpt = ParamMode.learned,
 ) -> None:
     """Replay a simulated web against a running service (accelerated clock) and score it."""
     w = _world(world, seed, no_signals, trace_in, trace_out)
-    _finish(asyncio.run(_drive(url, w, workers)), json_path)
+    _finish(asyncio.run(_drive(url, w, workers, params.value)), json_path)
 
 
 @app.command()
@@ -144,6 +163,7 @@ def demo(
             help="`memory`, `redis` (a private redis-server for the run) or a redis:// URL",
         ),
     ] = "memory",
+    params: ParamsOpt = ParamMode.learned,
 ) -> None:
     """Start the service (in-memory store by default) and run the load generator against it."""
     w = _world(world, seed, no_signals, trace_in, trace_out)
@@ -157,24 +177,29 @@ def demo(
         if store == "redis":
             store = stack.enter_context(LocalRedis()).url
             console.print(f"started a private redis-server at {store}")
-        report = _demo(w, speed, cap_s, store, workers)
+        report = _demo(w, speed, cap_s, store, workers, params.value)
     _finish(report, json_path)
 
 
-def _demo(w: World, speed: float, cap_s: float, store: str, workers: int) -> LoadgenReport:
+def _demo(
+    w: World, speed: float, cap_s: float, store: str, workers: int, params: str
+) -> LoadgenReport:
     env = {
         "CRAWLSCHED_STORE": store,
         "CRAWLSCHED_CLOCK": "accelerated",
         "CRAWLSCHED_CLOCK_SPEED": repr(speed),
         "CRAWLSCHED_LEASE_TTL_S": repr(30.0 * speed),
         "CRAWLSCHED_MAX_REVISIT_S": repr(cap_s),
+        # the learner's pass (host, label and global priors) every ~2 simulated days,
+        # at most once a wall second
+        "CRAWLSCHED_LEARN_INTERVAL_S": repr(max(1.0, 2 * DAY_S / speed)),
     }
     console.print(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
         f"revisit cap {cap_s / DAY_S:g} days"
     )
     with served_app(env) as base_url:
-        return asyncio.run(_drive(base_url, w, workers))
+        return asyncio.run(_drive(base_url, w, workers, params))
 
 
 def _bandwidth(text: str | None) -> Bandwidth | None:
@@ -220,6 +245,7 @@ def simulate_cmd(
         float,
         typer.Option("--rescore-every-s", min=0, help="crawlsched: s between rescoring passes"),
     ] = 0.0,
+    params: ParamsOpt = ParamMode.learned,
     json_path: JsonOpt = None,
 ) -> None:
     """Run policies in process on a simulated world and compare them with the optimum."""
@@ -233,6 +259,7 @@ def simulate_cmd(
         bandwidth=_bandwidth(bandwidth),
         signal_discard_s=signal_discard_s,
         rescore_every_s=rescore_every_s,
+        params=params.value,
         log=console.print,
     )
     report.print(Console())

@@ -68,6 +68,16 @@ class Metrics:
         self.rescored = Counter(
             "crawlsched_rescored_urls", "URL thresholds recomputed", registry=self.registry
         )
+        self.relearned = Counter(
+            "crawlsched_relearned_urls",
+            "URLs re-scored because their estimated parameters moved",
+            registry=self.registry,
+        )
+        self.learn_passes = Counter(
+            "crawlsched_learn_passes",
+            "background passes over the hosts' estimates",
+            registry=self.registry,
+        )
         self._store = _StoreCollector()
         self.registry.register(self._store)
 

@@ -20,7 +20,9 @@ __all__ = [
     "CrawlResultsIn",
     "HealthOut",
     "HostOut",
+    "EstimateOut",
     "IgnoredEvent",
+    "LearningOut",
     "LeaseOut",
     "NextOut",
     "RegisterOut",
@@ -42,8 +44,17 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+Label = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^\S+$")]
+
+
 class UrlIn(_In):
-    """A URL to keep fresh, with optional priors (defaults come from the settings)."""
+    """A URL to keep fresh, with optional priors and a label.
+
+    Given parameters are priors the estimators start from (with the strength of
+    ``prior_strength`` events); with ``fixed`` they are the URL's parameters for good
+    (missing ones from the settings' defaults).  A URL without them starts from its
+    host's and label's estimates.
+    """
 
     url: Url
     weight: NonNegative | None = Field(None, description="importance W, requests/s")
@@ -56,6 +67,11 @@ class UrlIn(_In):
         None, description="politeness of the URL's host: seconds between two fetches"
     )
     last_crawled_at: Timestamp | None = Field(None, description="fetch time of a copy already held")
+    label: Label | None = Field(
+        None,
+        description="operator metadata (category, merchant...): URLs with one label share priors",
+    )
+    fixed: bool = Field(False, description="the given parameters are truths, not priors")
 
 
 class UrlsIn(_In):
@@ -141,6 +157,28 @@ class NextOut(BaseModel):
     leases: list[LeaseOut]
 
 
+class EstimateOut(BaseModel):
+    """One learned quantity of a URL."""
+
+    estimate: float | None = Field(description="the value the scheduler uses; null: infinite")
+    prior_mean: float | None = Field(description="mean of its prior; null for fixed URLs")
+    prior_shape: float | None = Field(description="Gamma shape of the prior (its weight)")
+    observations: float = Field(
+        description="evidence behind it: decayed clicks or signals, or crawl outcomes"
+    )
+
+
+class LearningOut(BaseModel):
+    """What the estimators make of a URL (MATH.md, "Estimating parameters")."""
+
+    fixed: bool
+    label: str | None
+    weight: EstimateOut = Field(description="W, requests/s, from clicks")
+    signal_rate: EstimateOut = Field(description="γ, signals/s")
+    unsignalled_change_rate: EstimateOut = Field(description="α = (1 − recall)Δ, 1/s, MAP")
+    signal_quality: EstimateOut = Field(description="θ = −ln(1 − precision), host-pooled")
+
+
 class UrlExplanation(BaseModel):
     """Why a URL is (not) being crawled: parameters, state, value and threshold."""
 
@@ -178,6 +216,7 @@ class UrlExplanation(BaseModel):
     crawls: int
     changes: int
     fetch_errors: int
+    learning: LearningOut
     decision: str
 
 
@@ -192,6 +231,11 @@ class HostOut(BaseModel):
     lambda_h: float
     threshold: float
     scored_threshold: float | None
+    signal_precision: float | None = Field(
+        description="precision of the host's signal source, 1 − e^{−θ_h} (pooled over its "
+        "URLs at the learner's last pass); null before any signal-bearing crawl outcome"
+    )
+    signal_outcomes: float = Field(description="signal-bearing crawl outcomes behind it")
 
 
 class HealthOut(BaseModel):

@@ -67,6 +67,33 @@ class Settings(BaseSettings):
     )
     rescore_interval_s: float = Field(0.25, gt=0, description="wall s between rescoring passes")
     rescore_batch: int = Field(20_000, ge=1, description="URLs rescored per pass at most")
+    estimate_decay_s: float = Field(
+        30 * DAY_S, gt=0, description="time constant of the decayed click and signal counts, s"
+    )
+    outcome_window: int = Field(
+        64, ge=1, le=4096, description="crawl outcomes kept per URL for the change-rate fit"
+    )
+    prior_strength: float = Field(
+        2.0, gt=0, description="Gamma shape of the priors a registration gives (pseudo-events)"
+    )
+    prior_pseudo_urls: float = Field(
+        5.0, gt=0, description="URLs' worth of weight a group's parent prior carries"
+    )
+    relearn_tolerance: float = Field(
+        0.1, gt=0, description="re-score a URL when an estimate moved by this fraction"
+    )
+    relearn_interval_s: float = Field(
+        1.0, gt=0, description="wall s between batches of URLs re-estimated after events"
+    )
+    relearn_batch: int = Field(
+        2000, ge=1, description="re-estimate at once when this many URLs are queued"
+    )
+    learn_batch: int = Field(
+        5000, ge=1, description="URLs the learner's background pass covers at most"
+    )
+    learn_interval_s: float = Field(
+        5.0, gt=0, description="wall s between background passes over the hosts' estimates"
+    )
     metrics_top_hosts: int = Field(20, ge=0, description="hosts whose λ_h /metrics exports")
 
     @field_validator("store")

@@ -23,12 +23,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.host_optimum import HostOptimum, solve_host_optimum
 from scheduler_core.policies import Policy, make_policy
 from scheduler_core.sim import DAY_S, World
 from scheduler_core.sim.bandwidth import Bandwidth
 from scheduler_core.sim.simulator import problem_of, simulate
-from service.simulation import ServicePolicy
+from service.simulation import PARAM_MODES, ServicePolicy
 
 __all__ = ["PolicyRow", "SimulationReport", "build_policy", "run_simulation"]
 
@@ -107,21 +108,34 @@ def _jsonable(x: object) -> object:
 
 
 def build_policy(
-    name: str, *, seed: int, signal_discard_s: float, rescore_every_s: float
+    name: str,
+    *,
+    seed: int,
+    signal_discard_s: float,
+    rescore_every_s: float,
+    params: str = "learned",
 ) -> Policy:
-    """A policy by name: ``crawlsched`` (the service) or a reference policy.
+    """A policy by name: ``crawlsched`` (the service, its parameters per ``params``),
+    ``crawlsched-learned`` / ``crawlsched-oracle`` (either way, whatever ``params``
+    says), or a reference policy (which knows the world's parameters).
 
     Raises
     ------
     ParameterError
-        On an unknown name.
+        On an unknown name or ``params`` mode.
     """
-    if name == SERVICE:
-        return ServicePolicy(
+    modes = {SERVICE: params, **{f"{SERVICE}-{m}": m for m in PARAM_MODES}}
+    if name in modes:
+        if modes[name] not in PARAM_MODES:
+            raise ParameterError(f"`params` must be one of {', '.join(PARAM_MODES)}")
+        policy = ServicePolicy(
             seed=seed,
             rescore_every_s=rescore_every_s,
             settings={"signal_discard_s": signal_discard_s},
+            params=modes[name],
         )
+        policy.name = name
+        return policy
     return make_policy(name, seed=seed, signal_discard_s=signal_discard_s)
 
 
@@ -142,6 +156,7 @@ def run_simulation(
     bandwidth: Bandwidth | None = None,
     signal_discard_s: float = 0.0,
     rescore_every_s: float = 0.0,
+    params: str = "learned",
     log: Any = None,
 ) -> SimulationReport:
     """Run ``policies`` (names) on ``world`` and compare them with the optimum.
@@ -153,7 +168,11 @@ def run_simulation(
     """
     built = [
         build_policy(
-            name, seed=seed, signal_discard_s=signal_discard_s, rescore_every_s=rescore_every_s
+            name,
+            seed=seed,
+            signal_discard_s=signal_discard_s,
+            rescore_every_s=rescore_every_s,
+            params=params,
         )
         for name in policies
     ]

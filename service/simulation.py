@@ -25,14 +25,20 @@ from service.clock import ManualClock
 from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.scheduler.dispatch import next_urls
-from service.scheduler.events import ingest_results, ingest_signals
+from service.scheduler.events import ingest_clicks, ingest_results, ingest_signals
+from service.scheduler.learning import flush_relearn, learn_pass
 from service.scheduler.registry import register
 from service.scheduler.rescoring import rescore_once
-from service.schemas import CrawlResultIn, SignalIn, UrlIn
+from service.schemas import ClickIn, CrawlResultIn, SignalIn, UrlIn
 from service.settings import Settings
 from service.urls import canonical_url
 
-__all__ = ["ServicePolicy"]
+__all__ = ["PARAM_MODES", "ServicePolicy"]
+
+#: ``oracle``: the world's true parameters registered as fixed; ``learned``: URLs
+#: registered bare, the service estimates everything from clicks, signals and
+#: crawl outcomes.
+PARAM_MODES = ("learned", "oracle")
 
 T = TypeVar("T")
 
@@ -58,6 +64,13 @@ class ServicePolicy(Policy):
         0.994 × BASELINE, one per 6 simulated hours 0.984 and one a day 0.981
         (the load-generator demo's accelerated clock stretches 0.25 wall s to
         ~0.8 simulated days).
+    params : {"learned", "oracle"}
+        ``oracle`` registers the world's true parameters as fixed; ``learned``
+        (default) registers bare URLs, sends the clicks too, and lets the service
+        estimate everything.
+    learn_every_s : float
+        Simulated seconds between two background learning passes (the service
+        runs one every ``learn_interval_s`` = 5 wall seconds).
     settings : dict, optional
         Overrides of the service :class:`~service.settings.Settings` (e.g.
         ``{"signal_discard_s": 3600}``); the store is always ``memory`` and the
@@ -93,10 +106,20 @@ class ServicePolicy(Policy):
         seed: int = 0,
         rescore_every_s: float = 0.0,
         settings: dict[str, Any] | None = None,
+        params: str = "learned",
+        learn_every_s: float = 86_400.0,
     ) -> None:
         super().__init__(seed=seed)
         if not rescore_every_s >= 0:
             raise ValueError("`rescore_every_s` must be >= 0")
+        if params not in PARAM_MODES:
+            raise ValueError(f"`params` must be one of {', '.join(PARAM_MODES)}")
+        if not learn_every_s > 0:
+            raise ValueError("`learn_every_s` must be > 0")
+        self.params = params
+        self.wants_clicks = params == "learned"
+        self.learn_every_s = float(learn_every_s)
+        self._next_learn = 0.0
         self.rescore_every_s = float(rescore_every_s)
         self._overrides = dict(settings or {})
         self.lambda0: float | None = None
@@ -157,13 +180,15 @@ class ServicePolicy(Policy):
             _NO_LIMIT_DELAY_S,
         )
         p = problem.params
+        oracle = self.params == "oracle"
         items = [
             UrlIn(
                 url=self._names[i],
-                weight=float(p.weight[i]),
-                change_rate=float(p.change_rate[i]),
-                recall=float(p.recall[i]),
-                false_signal_rate=float(p.false_signal_rate[i]),
+                weight=float(p.weight[i]) if oracle else None,
+                change_rate=float(p.change_rate[i]) if oracle else None,
+                recall=float(p.recall[i]) if oracle else None,
+                false_signal_rate=float(p.false_signal_rate[i]) if oracle else None,
+                fixed=oracle,
                 crawl_delay_s=float(delays[problem.host_of[i]]),
                 last_crawled_at=0.0,
             )
@@ -173,6 +198,16 @@ class ServicePolicy(Policy):
             self._run(register(self.context, chunk))
         self._leases = {}
         self._next_rescore = 0.0
+        self._next_learn = self.learn_every_s
+
+    def observe_clicks(self, url: IntArray, time: FloatArray) -> None:
+        self._tick(float(time.max()))
+        names = self._names
+        items = [
+            ClickIn(url=names[u], time=t) for u, t in zip(url.tolist(), time.tolist(), strict=True)
+        ]
+        for chunk in _chunks(items):
+            self._run(ingest_clicks(self.context, chunk))
 
     def observe_signals(self, url: IntArray, time: FloatArray) -> None:
         self._tick(float(time.max()))
@@ -185,6 +220,11 @@ class ServicePolicy(Policy):
 
     def select(self, now: float, k: int, host_room: IntArray) -> IntArray:
         self._tick(now)
+        if self.params == "learned":
+            self._run(flush_relearn(self.context))
+            if now >= self._next_learn:
+                self._run(learn_pass(self.context))
+                self._next_learn = now + self.learn_every_s
         if now >= self._next_rescore:
             self._run(rescore_once(self.context))
             self._next_rescore = now + self.rescore_every_s

@@ -44,6 +44,7 @@ class LoadgenReport:
     lambda0_baseline: float
     signals: bool
     seed: int
+    params: str = "learned"
     client_retries: int = 0
     client_unavailable: int = 0
     client_transport_errors: int = 0
@@ -69,7 +70,11 @@ class LoadgenReport:
         def row(name: str, value: float, note: str = "") -> None:
             table.add_row(name, f"{value:.4f}{note}", f"{value / base:.3f}" if base else "-")
 
-        row("crawlsched over HTTP", self.freshness, f" ± {self.freshness_stderr:.4f}")
+        row(
+            f"crawlsched over HTTP ({self.params} parameters)",
+            self.freshness,
+            f" ± {self.freshness_stderr:.4f}",
+        )
         row("  same run, time-weighted", self.freshness_time_weighted)
         row("BASELINE (continuous optimum, no signals)", base)
         if self.signal_optimum_accuracy is not None:

@@ -57,6 +57,10 @@ class LoadgenOptions:
         Show a rich progress bar.
     signal_optimum : bool
         Also compute the continuous optimum with signals (slower on big worlds).
+    params : {"learned", "oracle"}
+        ``learned``: URLs registered with their host's crawl delay only, the service
+        estimates W, Δ, recall and ν from the clicks, signals and crawl outcomes;
+        ``oracle``: the world's true parameters registered as fixed.
     """
 
     workers: int = 4
@@ -64,6 +68,7 @@ class LoadgenOptions:
     max_batch: int = 2000
     progress: bool = True
     signal_optimum: bool = True
+    params: str = "learned"
 
 
 class _Timeline:
@@ -104,18 +109,22 @@ async def _register(run: _Run) -> None:
     w = run.world
     p = w.params
     origin = run.timeline.origin
-    items = [
+    oracle = run.options.params == "oracle"
+    items: list[dict[str, Any]] = [
         {
             "url": url,
-            "weight": float(p.weight[i]),
-            "change_rate": float(p.change_rate[i]),
-            "recall": float(p.recall[i]),
-            "false_signal_rate": float(p.false_signal_rate[i]),
             "crawl_delay_s": float(w.crawl_delay_s[w.host_of[i]]),
             "last_crawled_at": origin,
         }
         for i, url in enumerate(w.urls)
     ]
+    if oracle:
+        for i, item in enumerate(items):
+            item.update(
+                weight=float(p.weight[i]), change_rate=float(p.change_rate[i]),
+                recall=float(p.recall[i]), false_signal_rate=float(p.false_signal_rate[i]),
+                fixed=True,
+            )  # fmt: skip
     step = run.options.max_batch
     for k in range(0, len(items), step):
         await run.client.register(items[k : k + step])
@@ -315,6 +324,7 @@ async def run_loadgen(
         lambda0_baseline=base.lambda0,
         signals=has_signals,
         seed=world.seed,
+        params=options.params,
         client_retries=client.stats.retries - stats0.retries,
         client_unavailable=client.stats.unavailable - stats0.unavailable,
         client_transport_errors=client.stats.transport_errors - stats0.transport_errors,

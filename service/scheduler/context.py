@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from scheduler_core.estimate.hierarchy import GammaPrior, GroupStats
 from scheduler_core.multipliers import TrackerConfig
 from service.clock import Clock
 from service.errors import InvalidInput
@@ -12,7 +13,53 @@ from service.metrics import Metrics
 from service.settings import Settings
 from service.store.base import Store
 
-__all__ = ["Context"]
+__all__ = ["Context", "LearnCycle", "RelearnQueue"]
+
+
+class LearnCycle:
+    """Where the learner's background cycle over the hosts stands (the leader's own;
+    a new leader starts a cycle afresh), and the label and global sums so far."""
+
+    def __init__(self) -> None:
+        self.hosts: list[str] = []
+        self.position = 0
+        self.total = GroupStats()
+        self.labels: dict[str, GroupStats] = {}
+        self.theta_prior: GammaPrior | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.hosts)
+
+    def start(self, hosts: list[str], theta_prior: GammaPrior) -> None:
+        self.hosts, self.position, self.theta_prior = hosts, 0, theta_prior
+        self.total, self.labels = GroupStats(), {}
+
+    def next_host(self) -> str:
+        host = self.hosts[self.position]
+        self.position += 1
+        return host
+
+
+class RelearnQueue:
+    """URLs whose history grew since their estimates were last refreshed, waiting
+    for the next batch (one process's own; the store holds the history itself)."""
+
+    def __init__(self) -> None:
+        self._urls: dict[str, bool] = {}  # URL -> a crawl outcome came in (refit α, θ)
+
+    def __len__(self) -> int:
+        return len(self._urls)
+
+    def add(self, urls: Iterable[str], outcomes: bool) -> None:
+        """Queue ``urls``; ``outcomes``: their new history includes crawl outcomes."""
+        for url in urls:
+            self._urls[url] = outcomes or self._urls.get(url, False)
+
+    def take(self) -> tuple[list[str], list[str]]:
+        """Empty the queue: (URLs with new outcomes, URLs with new clicks/signals only)."""
+        items, self._urls = self._urls, {}
+        return [u for u, o in items.items() if o], [u for u, o in items.items() if not o]
 
 
 @dataclass(frozen=True)
@@ -23,6 +70,8 @@ class Context:
     clock: Clock
     settings: Settings
     metrics: Metrics
+    relearn_queue: RelearnQueue = field(default_factory=RelearnQueue)
+    learn_cycle: LearnCycle = field(default_factory=LearnCycle)
 
     @property
     def tracker(self) -> TrackerConfig:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from service.errors import InvalidInput
 from service.scheduler.context import Context
+from service.scheduler.learning import queue_relearn
 from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
 from service.store.base import ClickEvent, CrawlOutcome, EventStatus, LeaseStatus, SignalEvent
 
@@ -31,8 +32,20 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
     return BatchOut(accepted=len(statuses) - len(ignored), ignored=ignored)
 
 
+def _counted(
+    items: Sequence[SignalIn | ClickIn | CrawlResultIn], statuses: Sequence[EventStatus]
+) -> list[str]:
+    """URLs whose history an event batch added to (stale signals count too)."""
+    return [
+        i.url
+        for i, st in zip(items, statuses, strict=True)
+        if st in (EventStatus.ACCEPTED, EventStatus.STALE)
+    ]
+
+
 async def ingest_signals(ctx: Context, items: Sequence[SignalIn]) -> BatchOut:
-    """Count change-indicating signals; each moves its URL's due time earlier by β.
+    """Count change-indicating signals; each moves its URL's due time earlier by β,
+    and the URLs are queued for new estimates (:func:`~service.scheduler.learning.queue_relearn`).
 
     Raises
     ------
@@ -42,7 +55,9 @@ async def ingest_signals(ctx: Context, items: Sequence[SignalIn]) -> BatchOut:
     ctx.check_batch("signals", len(items))
     ctx.check_times("signals", "time", (i.time for i in items), ctx.clock.now())
     events = [SignalEvent(i.url, i.time) for i in items]
-    statuses = await ctx.store.record_signals(events, ctx.settings.signal_discard_s)
+    s = ctx.settings
+    statuses = await ctx.store.record_signals(events, s.signal_discard_s, s.estimate_decay_s)
+    await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
     return _answer(ctx, "signal", statuses)
 
 
@@ -56,7 +71,9 @@ async def ingest_clicks(ctx: Context, items: Sequence[ClickIn]) -> BatchOut:
     """
     ctx.check_batch("clicks", len(items))
     ctx.check_times("clicks", "time", (i.time for i in items), ctx.clock.now())
-    statuses = await ctx.store.record_clicks([ClickEvent(i.url, i.time) for i in items])
+    events = [ClickEvent(i.url, i.time) for i in items]
+    statuses = await ctx.store.record_clicks(events, ctx.settings.estimate_decay_s)
+    await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
     return _answer(ctx, "click", statuses)
 
 
@@ -91,5 +108,8 @@ async def ingest_results(ctx: Context, items: Sequence[CrawlResultIn]) -> BatchO
         for i in items
     ]
     s = ctx.settings
-    statuses = await ctx.store.settle(outcomes, s.retry_delay_s, s.signal_discard_s)
+    statuses = await ctx.store.settle(
+        outcomes, s.retry_delay_s, s.signal_discard_s, s.outcome_window
+    )
+    await queue_relearn(ctx, _counted(items, statuses), outcomes=True)
     return _answer(ctx, "crawl_result", statuses)

@@ -7,12 +7,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scheduler_core.estimate.hierarchy import GroupStats
+from scheduler_core.estimate.learn import Priors, estimate
 from scheduler_core.params import UrlParams
 from service.errors import NotFound
 from service.scheduler.context import Context
+from service.scheduler.learning import (
+    empty_history,
+    flush_relearn,
+    history_of,
+    host_key,
+    priors_of,
+    relearn,
+)
 from service.scheduler.scoring import effective_elapsed, params_of, thresholds, values_at
-from service.schemas import HostOut, RegisterOut, UrlExplanation, UrlIn
-from service.store.base import UrlRecord, UrlState
+from service.schemas import (
+    EstimateOut,
+    HostOut,
+    LearningOut,
+    RegisterOut,
+    UrlExplanation,
+    UrlIn,
+)
+from service.store.base import UrlPrior, UrlRecord, UrlState
 from service.urls import host_of
 
 __all__ = ["explain_host", "explain_url", "register", "unregister"]
@@ -33,17 +50,12 @@ async def register(ctx: Context, items: Sequence[UrlIn]) -> RegisterOut:
     ctx.check_batch("urls", len(items))
     now = ctx.clock.now()
     ctx.check_times("urls", "last_crawled_at", (i.last_crawled_at for i in items), now)
-    s = ctx.settings
     hosts = [host_of(i.url) for i in items]
     lambda_of = await ctx.store.host_thresholds(sorted(set(hosts)))
-    params = UrlParams.create(
-        weight=[_or(i.weight, s.default_weight) for i in items],
-        change_rate=[_or(i.change_rate, s.default_change_rate) for i in items],
-        recall=[_or(i.recall, s.default_recall) for i in items],
-        false_signal_rate=[_or(i.false_signal_rate, s.default_false_signal_rate) for i in items],
-    )
+    given = [_prior(i) for i in items]
+    params = await _initial_params(ctx, hosts, given)
     lambdas = np.array([lambda_of[h] for h in hosts])
-    thr = thresholds(params, lambdas, s.value_terms)
+    thr = thresholds(params, lambdas, ctx.settings.value_terms)
     beta = params.signal_time_equivalent
     records = [
         UrlRecord(
@@ -58,12 +70,49 @@ async def register(ctx: Context, items: Sequence[UrlIn]) -> RegisterOut:
             scored_lambda=float(lambdas[k]),
             last_crawled_at=item.last_crawled_at,
             crawl_delay_s=item.crawl_delay_s,
+            prior=given[k],
         )
         for k, (item, host) in enumerate(zip(items, hosts, strict=True))
     ]
     created = await ctx.store.upsert_urls(records, now)
+    # a URL registered again keeps its history: estimate from it under the new priors
+    await relearn(ctx, [i.url for i, new in zip(items, created, strict=True) if not new])
     n_new = sum(created)
     return RegisterOut(created=n_new, updated=len(created) - n_new)
+
+
+def _prior(item: UrlIn) -> UrlPrior:
+    return UrlPrior(
+        label=item.label, weight=item.weight, change_rate=item.change_rate, recall=item.recall,
+        false_signal_rate=item.false_signal_rate, fixed=item.fixed,
+    )  # fmt: skip
+
+
+async def _initial_params(
+    ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior]
+) -> UrlParams:
+    """Parameters of URLs as registered: fixed ones as given (missing values from
+    the settings' defaults); the others the estimate of a URL with no history under
+    its priors (its host's and label's behaviour, or the values given)."""
+    s = ctx.settings
+    fixed = UrlParams.create(
+        weight=[_or(p.weight, s.default_weight) for p in given],
+        change_rate=[_or(p.change_rate, s.default_change_rate) for p in given],
+        recall=[_or(p.recall, s.default_recall) for p in given],
+        false_signal_rate=[_or(p.false_signal_rate, s.default_false_signal_rate) for p in given],
+    )
+    learned = [k for k, p in enumerate(given) if not p.fixed]
+    if not learned:
+        return fixed
+    priors = await priors_of(ctx, [hosts[k] for k in learned], [given[k] for k in learned])
+    est = estimate(empty_history(len(learned)), Priors.stack(priors)).params
+    arrays = {
+        name: getattr(fixed, name).copy()
+        for name in ("weight", "change_rate", "recall", "false_signal_rate")
+    }
+    for name, values in arrays.items():
+        values[learned] = getattr(est, name)
+    return UrlParams.create(**arrays)
 
 
 async def unregister(ctx: Context, urls: Sequence[str]) -> int:
@@ -84,6 +133,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
     NotFound
         If the URL is not registered.
     """
+    await flush_relearn(ctx)  # read your writes: estimates include every accepted event
     now = ctx.clock.now()
     (state,) = await ctx.store.get_urls([url])
     if state is None:
@@ -131,8 +181,46 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
         crawls=state.crawls,
         changes=state.changes,
         fetch_errors=state.fetch_errors,
+        learning=await _learning(ctx, state),
         decision=_decision(ctx, state, value, host.threshold, host.gate_at, now),
     )
+
+
+async def _learning(ctx: Context, state: UrlState) -> LearningOut:
+    """Estimate, prior and evidence of each learned quantity (the stored parameters
+    are the estimates as of the URL's last re-score)."""
+    p = params_of([state])
+    used = {
+        "weight": state.weight,
+        "signal_rate": float(p.signal_rate[0]),
+        "alpha": float(p.unsignalled_change_rate[0]),
+        "theta": -math.log1p(-float(p.precision[0])) if p.precision[0] < 1 else math.inf,
+    }
+    h = history_of([state], ctx.clock.now(), ctx.settings.estimate_decay_s)
+    evidence = {
+        "weight": float(h.clicks[0]),
+        "signal_rate": float(h.signals[0]),
+        "alpha": float(h.mask.sum()),
+        "theta": float(h.mask.sum()),
+    }
+    priors = None
+    if not state.prior.fixed:
+        (priors,) = await priors_of(ctx, [state.host], [state.prior])
+
+    def out(q: str) -> EstimateOut:
+        prior = None if priors is None else priors[q]
+        return EstimateOut(
+            estimate=used[q] if math.isfinite(used[q]) else None,
+            prior_mean=None if prior is None else prior.mean,
+            prior_shape=None if prior is None else prior.shape,
+            observations=evidence[q],
+        )
+
+    return LearningOut(
+        fixed=state.prior.fixed, label=state.prior.label, weight=out("weight"),
+        signal_rate=out("signal_rate"), unsignalled_change_rate=out("alpha"),
+        signal_quality=out("theta"),
+    )  # fmt: skip
 
 
 def _decision(
@@ -172,6 +260,9 @@ async def explain_host(ctx: Context, host: str) -> HostOut:
     h = await ctx.store.get_host(host, ctx.clock.now())
     if h is None:
         raise NotFound(f"host not known: {host}")
+    (stats,) = await ctx.store.get_groups([host_key(host)])
+    group = GroupStats.from_tuple(stats)
+    theta = group.pooled_theta
     return HostOut(
         host=h.host,
         crawl_delay_s=h.crawl_delay_s,
@@ -183,4 +274,6 @@ async def explain_host(ctx: Context, host: str) -> HostOut:
         lambda_h=h.lambda_h,
         threshold=h.threshold,
         scored_threshold=h.scored_lambda,
+        signal_precision=None if not theta > 0 else -math.expm1(-theta),
+        signal_outcomes=group.pooled_outcomes,
     )

@@ -8,18 +8,14 @@ re-thresholded, host by host, in the background.
 from __future__ import annotations
 
 import asyncio
-import logging
-import secrets
 
 import numpy as np
 
-from service.errors import StoreUnavailable
+from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.scoring import params_of, thresholds
 
 __all__ = ["rescore_once", "run_rescorer"]
-
-log = logging.getLogger(__name__)
 
 
 async def rescore_once(ctx: Context) -> int:
@@ -45,26 +41,5 @@ async def rescore_once(ctx: Context) -> int:
 
 async def run_rescorer(ctx: Context, stop: asyncio.Event | None = None) -> None:
     """Rescore every ``rescore_interval_s`` wall seconds until ``stop`` is set or the
-    task is cancelled.
-
-    Of several API processes on one store, only the one holding the store's
-    ``rescorer`` role works (the role lapses after a few intervals without renewal,
-    so another process takes over when its holder dies).
-    """
-    owner = secrets.token_hex(8)
-    interval = ctx.settings.rescore_interval_s
-    store_down = False
-    while stop is None or not stop.is_set():
-        try:
-            if await ctx.store.try_lead("rescorer", owner, max(5.0, 8 * interval)):
-                await rescore_once(ctx)
-            store_down = False
-        except asyncio.CancelledError:
-            raise
-        except StoreUnavailable as exc:
-            if not store_down:
-                log.warning("rescoring paused: %s", exc)
-            store_down = True
-        except Exception:  # keep the loop alive; the next pass retries
-            log.exception("rescoring pass failed")
-        await asyncio.sleep(interval)
+    task is cancelled (one process of several: the ``rescorer`` role's holder)."""
+    await run_leading(ctx, "rescorer", ctx.settings.rescore_interval_s, rescore_once, stop)

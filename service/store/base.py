@@ -26,9 +26,13 @@ __all__ = [
     "HostState",
     "LeaseGrant",
     "LeaseStatus",
+    "Observations",
+    "Outcome",
+    "ScoredParams",
     "SignalEvent",
     "Store",
     "StoreStats",
+    "UrlPrior",
     "UrlRecord",
     "UrlState",
     "shard_of",
@@ -59,6 +63,54 @@ class LeaseStatus(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class UrlPrior:
+    """What registration said of a URL: its label and the parameter values given
+    (None = not given).  Unless ``fixed``, the values are priors the estimators
+    start from; ``fixed`` makes them the URL's parameters for good."""
+
+    label: str | None = None
+    weight: float | None = None  # W, requests/s
+    change_rate: float | None = None  # Δ, 1/s
+    recall: float | None = None
+    false_signal_rate: float | None = None  # ν, 1/s
+    fixed: bool = False
+
+
+#: One crawl outcome: (τ s since the previous fetch, signals with news counted in it,
+#: changed).  Stores keep τ as a 32-bit float (``struct`` format ``<f``).
+Outcome = tuple[float, int, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """The event history the estimators read, bounded per URL (MATH.md, "Estimating
+    parameters"): exponentially decayed click and signal counts, and the last
+    ``outcome_window`` crawl outcomes, oldest first.
+
+    A decayed count holds Σ exp(−(ref − t_k)/decay_s) over the events t_k, at ``ref``
+    (the latest event time); see :func:`scheduler_core.estimate.rates.add_event`.
+    """
+
+    click_mass: float = 0.0
+    click_ref: float | None = None  # Unix s
+    signal_mass: float = 0.0
+    signal_ref: float | None = None  # Unix s
+    outcomes: tuple[Outcome, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredParams:
+    """Parameters of one URL and its threshold, as ``set_params`` writes them."""
+
+    weight: float  # W, requests/s
+    change_rate: float  # Δ, 1/s
+    recall: float
+    false_signal_rate: float  # ν, 1/s
+    signal_time_equivalent_s: float  # β, s (0 or inf allowed)
+    threshold_s: float  # ι at the scored Λ, s (inf allowed)
+
+
+@dataclass(frozen=True, slots=True)
 class UrlRecord:
     """A URL as registration writes it (parameters already validated and scored)."""
 
@@ -73,6 +125,7 @@ class UrlRecord:
     scored_lambda: float  # Λ the threshold was computed for
     last_crawled_at: float | None = None  # known last fetch, s
     crawl_delay_s: float | None = None  # politeness of the URL's host, s
+    prior: UrlPrior = UrlPrior()  # replaces the stored one; observations are kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +154,8 @@ class UrlState:
     changes: int
     fetch_errors: int
     last_click_at: float | None
+    prior: UrlPrior = UrlPrior()
+    observations: Observations = Observations()
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +252,20 @@ class Store(Protocol):
         """Current Λ_h = λ₀ + λ_h of each named host (new hosts: λ₀)."""
         ...
 
+    async def set_params(
+        self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
+    ) -> None:
+        """Store new parameters and ι (computed for ``scored_lambda``) of URLs of
+        ``host``; re-derive their due times.  Unknown URLs are skipped.  The host's
+        own scored Λ is left as it is."""
+        ...
+
+    async def set_params_many(
+        self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
+    ) -> None:
+        """:meth:`set_params` for many hosts at once: (host, params, scored Λ) each."""
+        ...
+
     async def set_thresholds(
         self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
     ) -> None:
@@ -211,13 +280,16 @@ class Store(Protocol):
         ...
 
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float
+        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
     ) -> list[EventStatus]:
-        """Count change-indicating signals; a signal at or before last crawl + T_DELAY is stale."""
+        """Count change-indicating signals; a signal at or before last crawl + T_DELAY is
+        stale (it still counts in the decayed signal count, time constant ``decay_s``)."""
         ...
 
-    async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
-        """Count clicks (requests)."""
+    async def record_clicks(
+        self, events: Sequence[ClickEvent], decay_s: float
+    ) -> list[EventStatus]:
+        """Count clicks (requests), also in the decayed click count (``decay_s``)."""
         ...
 
     async def lease_next(
@@ -233,9 +305,25 @@ class Store(Protocol):
         ...
 
     async def settle(
-        self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
+        self,
+        outcomes: Sequence[CrawlOutcome],
+        retry_delay_s: float,
+        discard_within_s: float,
+        outcome_window: int,
     ) -> list[EventStatus]:
-        """Apply crawl results: each lease is settled at most once."""
+        """Apply crawl results: each lease is settled at most once.  A refreshed copy
+        whose ``changed`` is known and whose previous fetch time is known (and
+        earlier) appends (τ, n, changed) to the URL's outcomes, which keep the last
+        ``outcome_window``."""
+        ...
+
+    async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:
+        """Statistics of URL groups (host, label, global) the estimators' priors come
+        from, as ``put_groups`` left them (None where never put)."""
+        ...
+
+    async def put_groups(self, groups: Mapping[str, Sequence[float]]) -> None:
+        """Replace the statistics of the named groups (each a short tuple of floats)."""
         ...
 
     async def observe_dispatch(

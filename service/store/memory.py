@@ -10,12 +10,14 @@ from __future__ import annotations
 import heapq
 import math
 import secrets
+import struct
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import fields
 from itertools import islice
 
 from scheduler_core.due import due_time
+from scheduler_core.estimate.rates import add_event
 from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier, update_log_mean
 from service.store.base import (
     ClickEvent,
@@ -25,6 +27,8 @@ from service.store.base import (
     HostState,
     LeaseGrant,
     LeaseStatus,
+    Observations,
+    ScoredParams,
     SignalEvent,
     StoreStats,
     UrlRecord,
@@ -36,7 +40,9 @@ from service.store.memory_records import Host, Lease, Shard, Url
 __all__ = ["MemoryStore"]
 
 #: The fields a URL snapshot copies.
-_STATE_FIELDS = tuple(f.name for f in fields(UrlState))
+_STATE_FIELDS = tuple(f.name for f in fields(UrlState) if f.name != "observations")
+_TAU = struct.Struct("<f")  # outcomes keep τ as a 32-bit float, as the Redis store does
+_MAX_N = 65_535
 
 
 class MemoryStore:
@@ -74,6 +80,7 @@ class MemoryStore:
         self._active: dict[str, Lease] = {}
         self._finished: OrderedDict[str, Lease] = OrderedDict()
         self._expired_total = 0
+        self._groups: dict[str, tuple[float, ...]] = {}
         self._lambda0 = LogMean(None if initial_lambda0 is None else math.log(initial_lambda0))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -134,7 +141,10 @@ class MemoryStore:
     @staticmethod
     def _snapshot(u: Url) -> UrlState:
         # A shallow copy field by field: dataclasses.asdict deep-copies, ~10× slower.
-        return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS})
+        obs = Observations(
+            u.click_mass, u.click_ref, u.signal_mass, u.signal_ref, tuple(u.outcomes)
+        )
+        return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS}, observations=obs)
 
     # -- registration ------------------------------------------------------------------------
     async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
@@ -155,6 +165,7 @@ class MemoryStore:
                 u.recall, u.false_signal_rate = r.recall, r.false_signal_rate
                 u.signal_time_equivalent_s = r.signal_time_equivalent_s
                 u.threshold_s, u.scored_lambda = r.threshold_s, r.scored_lambda
+            u.prior = r.prior
             if r.last_crawled_at is not None and (
                 u.last_crawl_at is None or r.last_crawled_at > u.last_crawl_at
             ):
@@ -209,6 +220,25 @@ class MemoryStore:
         }
 
     # -- rescoring -------------------------------------------------------------------------------
+    async def set_params(
+        self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
+    ) -> None:
+        for url, p in params.items():
+            u = self._urls.get(url)
+            if u is None or u.host != host:
+                continue
+            u.weight, u.change_rate = p.weight, p.change_rate
+            u.recall, u.false_signal_rate = p.recall, p.false_signal_rate
+            u.signal_time_equivalent_s = p.signal_time_equivalent_s
+            u.threshold_s, u.scored_lambda = p.threshold_s, scored_lambda
+            self._rescore(u)
+
+    async def set_params_many(
+        self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
+    ) -> None:
+        for host, params, scored_lambda in updates:
+            await self.set_params(host, params, scored_lambda)
+
     async def set_thresholds(
         self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
     ) -> None:
@@ -252,7 +282,7 @@ class MemoryStore:
 
     # -- events ------------------------------------------------------------------------------------
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float
+        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
     ) -> list[EventStatus]:
         out = []
         for ev in events:
@@ -261,6 +291,7 @@ class MemoryStore:
                 out.append(EventStatus.UNKNOWN_URL)
                 continue
             u.signals += 1
+            u.signal_mass, u.signal_ref = add_event(u.signal_mass, u.signal_ref, ev.time, decay_s)
             if u.last_crawl_at is not None and ev.time <= u.last_crawl_at + discard_within_s:
                 out.append(EventStatus.STALE)
                 continue
@@ -271,7 +302,9 @@ class MemoryStore:
             out.append(EventStatus.ACCEPTED)
         return out
 
-    async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
+    async def record_clicks(
+        self, events: Sequence[ClickEvent], decay_s: float
+    ) -> list[EventStatus]:
         out = []
         for ev in events:
             u = self._urls.get(ev.url)
@@ -279,6 +312,7 @@ class MemoryStore:
                 out.append(EventStatus.UNKNOWN_URL)
                 continue
             u.clicks += 1
+            u.click_mass, u.click_ref = add_event(u.click_mass, u.click_ref, ev.time, decay_s)
             u.last_click_at = ev.time if u.last_click_at is None else max(u.last_click_at, ev.time)
             out.append(EventStatus.ACCEPTED)
         return out
@@ -347,11 +381,19 @@ class MemoryStore:
         return out
 
     async def settle(
-        self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
+        self,
+        outcomes: Sequence[CrawlOutcome],
+        retry_delay_s: float,
+        discard_within_s: float,
+        outcome_window: int,
     ) -> list[EventStatus]:
-        return [self._settle_one(o, retry_delay_s, discard_within_s) for o in outcomes]
+        return [
+            self._settle_one(o, retry_delay_s, discard_within_s, outcome_window) for o in outcomes
+        ]
 
-    def _settle_one(self, o: CrawlOutcome, retry_delay_s: float, discard_s: float) -> EventStatus:
+    def _settle_one(
+        self, o: CrawlOutcome, retry_delay_s: float, discard_s: float, window: int
+    ) -> EventStatus:
         lease = self._active.get(o.lease_id) or self._finished.get(o.lease_id)
         if lease is None or lease.url != o.url:
             return EventStatus.STALE
@@ -370,6 +412,12 @@ class MemoryStore:
         if o.ok:
             u.crawls += 1
             u.changes += bool(o.changed)
+            if o.changed is not None and u.last_crawl_at is not None:
+                tau = o.fetched_at - u.last_crawl_at
+                if tau > 0:
+                    (tau32,) = _TAU.unpack(_TAU.pack(tau))
+                    u.outcomes.append((tau32, min(u.signals_since_crawl, _MAX_N), o.changed))
+                    del u.outcomes[:-window]
             if u.last_crawl_at is None or o.fetched_at > u.last_crawl_at:
                 u.last_crawl_at = o.fetched_at
                 late = u.last_signal_at is not None and u.last_signal_at > o.fetched_at + discard_s
@@ -396,6 +444,14 @@ class MemoryStore:
             x = o.log_value if o.gated else log_lam0
             if x is not None:
                 host.estimate = update_log_mean(host.estimate, (x,), config)
+
+    # -- estimator groups --------------------------------------------------------------------------
+    async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:
+        return [self._groups.get(k) for k in keys]
+
+    async def put_groups(self, groups: Mapping[str, Sequence[float]]) -> None:
+        for key, values in groups.items():
+            self._groups[key] = tuple(float(v) for v in values)
 
     # -- operations --------------------------------------------------------------------------------
     async def stats(self, now: float, top_hosts: int) -> StoreStats:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from sortedcontainers import SortedList
 
 from scheduler_core.multipliers import LogMean
-from service.store.base import LeaseStatus
+from service.store.base import LeaseStatus, Outcome, UrlPrior
 
 __all__ = ["Host", "Lease", "Shard", "Url"]
 
@@ -37,6 +37,12 @@ class Url:
     changes: int = 0
     fetch_errors: int = 0
     last_click_at: float | None = None
+    prior: UrlPrior = UrlPrior()
+    click_mass: float = 0.0
+    click_ref: float | None = None
+    signal_mass: float = 0.0
+    signal_ref: float | None = None
+    outcomes: list[Outcome] = field(default_factory=list)  # the last `outcome_window`
 
 
 @dataclass(slots=True)

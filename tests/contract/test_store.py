@@ -20,6 +20,8 @@ from service.store.base import (
 
 pytestmark = pytest.mark.anyio
 T0 = 1_000_000.0
+DECAY_S = 86_400.0 * 30  # time constant of the decayed click and signal counts
+WINDOW = 64  # crawl outcomes kept per URL
 
 
 def rec(
@@ -105,10 +107,10 @@ async def test_expired_lease_makes_url_due_again(store: Store) -> None:
         (LeaseStatus.UNKNOWN, None),
     ]
     # the superseded lease's result is ignored; the current one settles
-    assert await store.settle([ok(g1.state.url, g1.lease_id, T0 + 261)], 60.0, 0.0) == [
+    assert await store.settle([ok(g1.state.url, g1.lease_id, T0 + 261)], 60.0, 0.0, WINDOW) == [
         EventStatus.STALE
     ]
-    assert await store.settle([ok(g2.state.url, g2.lease_id, T0 + 262)], 60.0, 0.0) == [
+    assert await store.settle([ok(g2.state.url, g2.lease_id, T0 + 262)], 60.0, 0.0, WINDOW) == [
         EventStatus.ACCEPTED
     ]
     stats = await store.stats(T0 + 262, 5)
@@ -122,7 +124,7 @@ async def test_late_result_of_expired_lease_is_accepted_if_not_leased_again(stor
     await store.upsert_urls([rec("https://b.example/y")], T0)
     (state,) = await store.get_urls(["https://a.example/x"])
     assert state is not None and state.lease_id is not None  # leased again: g is superseded
-    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 301)], 60.0, 0.0) == [
+    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 301)], 60.0, 0.0, WINDOW) == [
         EventStatus.STALE
     ]
 
@@ -131,8 +133,8 @@ async def test_result_settles_once_and_resets_elapsed_time(store: Store) -> None
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
     (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
     out = ok(g.state.url, g.lease_id, T0 + 151)
-    assert await store.settle([out], 60.0, 0.0) == [EventStatus.ACCEPTED]
-    assert await store.settle([out], 60.0, 0.0) == [EventStatus.DUPLICATE]
+    assert await store.settle([out], 60.0, 0.0, WINDOW) == [EventStatus.ACCEPTED]
+    assert await store.settle([out], 60.0, 0.0, WINDOW) == [EventStatus.DUPLICATE]
     (s,) = await store.get_urls([g.state.url])
     assert s is not None
     assert (s.crawls, s.changes, s.last_crawl_at, s.due_at) == (1, 1, T0 + 151, T0 + 251)
@@ -143,7 +145,7 @@ async def test_failed_fetch_retries_later_and_keeps_the_copy(store: Store) -> No
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
     (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
     failed = CrawlOutcome(g.state.url, g.lease_id, T0 + 151, ok=False, changed=None)
-    assert await store.settle([failed], 500.0, 0.0) == [EventStatus.ACCEPTED]
+    assert await store.settle([failed], 500.0, 0.0, WINDOW) == [EventStatus.ACCEPTED]
     (s,) = await store.get_urls([g.state.url])
     assert s is not None
     assert (s.last_crawl_at, s.fetch_errors, s.due_at) == (T0, 1, T0 + 651)
@@ -152,24 +154,27 @@ async def test_failed_fetch_retries_later_and_keeps_the_copy(store: Store) -> No
 async def test_signal_moves_due_time_earlier_by_beta(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0, beta_s=30.0)], T0)
     events = [SignalEvent("https://a.example/x", T0 + 10), SignalEvent("https://a.example/x", T0)]
-    assert await store.record_signals(events, 0.0) == [EventStatus.ACCEPTED, EventStatus.STALE]
+    statuses = await store.record_signals(events, 0.0, DECAY_S)
+    assert statuses == [EventStatus.ACCEPTED, EventStatus.STALE]
     (s,) = await store.get_urls(["https://a.example/x"])
     assert s is not None
     assert (s.signals_since_crawl, s.signals, s.due_at) == (1, 2, T0 + 70)
-    assert await store.record_signals([SignalEvent("https://x.example/", T0)], 0.0) == [
+    assert await store.record_signals([SignalEvent("https://x.example/", T0)], 0.0, DECAY_S) == [
         EventStatus.UNKNOWN_URL
     ]
 
 
 async def test_signal_within_t_delay_after_crawl_is_discarded(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", beta_s=30.0)], T0)
-    statuses = await store.record_signals([SignalEvent("https://a.example/x", T0 + 5)], 10.0)
+    statuses = await store.record_signals(
+        [SignalEvent("https://a.example/x", T0 + 5)], 10.0, DECAY_S
+    )
     assert statuses == [EventStatus.STALE]
 
 
 async def test_certain_signal_makes_url_due_at_once(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", threshold_s=1e5, beta_s=math.inf)], T0)
-    await store.record_signals([SignalEvent("https://a.example/x", T0 + 42)], 0.0)
+    await store.record_signals([SignalEvent("https://a.example/x", T0 + 42)], 0.0, DECAY_S)
     (s,) = await store.get_urls(["https://a.example/x"])
     assert s is not None and s.due_at == T0 + 42
 
@@ -183,7 +188,7 @@ async def test_abandoned_url_is_revisited_at_the_cap(store: Store) -> None:
 async def test_clicks_are_counted(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x")], T0)
     statuses = await store.record_clicks(
-        [ClickEvent("https://a.example/x", T0 + 1), ClickEvent("https://q.example/", T0)]
+        [ClickEvent("https://a.example/x", T0 + 1), ClickEvent("https://q.example/", T0)], DECAY_S
     )
     assert statuses == [EventStatus.ACCEPTED, EventStatus.UNKNOWN_URL]
     (s,) = await store.get_urls(["https://a.example/x"])
@@ -195,7 +200,7 @@ async def test_remove_drops_url_and_its_lease(store: Store) -> None:
     (g,) = await store.lease_next(T0 + 500, 1, 60.0, dispatch_ahead=False)
     assert await store.remove_urls([g.state.url, "https://none.example/"]) == 1
     assert await store.get_urls([g.state.url]) == [None]
-    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 501)], 60.0, 0.0) == [
+    assert await store.settle([ok(g.state.url, g.lease_id, T0 + 501)], 60.0, 0.0, WINDOW) == [
         EventStatus.STALE
     ]
     assert (await store.stats(T0 + 501, 1)).urls == 1

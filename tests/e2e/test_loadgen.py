@@ -17,7 +17,8 @@ from service.loadgen.runner import LoadgenOptions, run_loadgen
 pytestmark = pytest.mark.e2e
 
 
-def test_loadgen_keeps_a_small_world_fresh() -> None:
+@pytest.mark.parametrize("params", ["oracle", "learned"])
+def test_loadgen_keeps_a_small_world_fresh(params: str) -> None:
     world = World.generate(
         WorldSpec(urls=200, hosts=10, duration_days=60, budget_per_day=20, seed=11)
     )
@@ -31,7 +32,9 @@ def test_loadgen_keeps_a_small_world_fresh() -> None:
 
     async def drive(base_url: str) -> dict[str, float]:
         async with CrawlschedClient(base_url) as client:
-            options = LoadgenOptions(workers=2, progress=False, signal_optimum=False)
+            options = LoadgenOptions(
+                workers=2, progress=False, signal_optimum=False, params=params
+            )
             report = await run_loadgen(world, client, options)
             health = await client.healthz()
         assert health["status"] == "ok"
@@ -42,10 +45,13 @@ def test_loadgen_keeps_a_small_world_fresh() -> None:
     budget = world.budget_per_s * world.duration_s
     assert 0.9 * budget <= report["crawls"] <= 1.05 * budget
     assert report["clicks"] > 5000
-    # noisy-signal world: the service must beat round-robin and come near BASELINE
+    # noisy-signal world: the service must beat round-robin, and with the true
+    # parameters come near BASELINE (6 crawls per URL in 60 days are too few to
+    # learn them well; bench and README measure learned against oracle at length)
     margin = 4 * report["freshness_stderr"]
     assert report["freshness"] > report["round_robin_freshness"] + margin
-    assert report["freshness"] > 0.9 * report["baseline_accuracy"]
+    if params == "oracle":
+        assert report["freshness"] > 0.9 * report["baseline_accuracy"]
     assert report["lambda0_online"] is not None and report["lambda0_online"] > 0
 
 

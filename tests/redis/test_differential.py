@@ -1,9 +1,11 @@
 """The Redis store decides exactly as the memory store: the same seeded stream of
-registrations, signals, clicks, leases and results gives the same leases, in the same
-order, and the same URL states."""
+registrations, signals, clicks, leases, results and new parameters gives the same
+leases, in the same order, and the same URL states, priors and observations (decayed
+masses to 1e-12 relative: Lua's exp and Python's may differ in the last bit)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 
@@ -14,8 +16,11 @@ from service.store.base import (
     ClickEvent,
     CrawlOutcome,
     LeaseGrant,
+    Observations,
+    ScoredParams,
     SignalEvent,
     Store,
+    UrlPrior,
     UrlRecord,
     UrlState,
     shard_of,
@@ -27,6 +32,19 @@ from service.store.redis.local import LocalRedis
 pytestmark = pytest.mark.anyio
 T0 = 1_000_000.0
 OPTIONS = {"shards": 4, "default_crawl_delay_s": 5.0, "max_revisit_s": 5_000.0}
+DECAY_S = 3_600.0
+WINDOW = 4  # small: the window is trimmed many times
+
+
+def _prior(rng: np.random.Generator) -> UrlPrior:
+    def maybe(x: float) -> float | None:
+        return None if rng.random() < 0.5 else x
+
+    label = [None, "shoes", "été", ""][int(rng.integers(4))]
+    return UrlPrior(
+        label=label, weight=maybe(float(rng.random())), change_rate=maybe(1e-4),
+        recall=maybe(0.3), false_signal_rate=maybe(1e-6), fixed=bool(rng.random() < 0.3),
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +72,7 @@ def _records(rng: np.random.Generator) -> list[UrlRecord]:
                     scored_lambda=1.0,
                     last_crawled_at=None if rng.random() < 0.3 else T0 - float(rng.random() * 300),
                     crawl_delay_s=delay,
+                    prior=_prior(rng),
                 )  # fmt: skip
             )
     return out
@@ -66,8 +85,15 @@ def _view(state: UrlState | None) -> tuple[object, ...] | None:
     return (
         state.due_at, state.last_crawl_at, state.signals_since_crawl, state.last_signal_at,
         state.lease_id is not None, state.lease_deadline, state.clicks, state.signals,
-        state.crawls, state.changes, state.fetch_errors, state.threshold_s,
+        state.crawls, state.changes, state.fetch_errors, state.threshold_s, state.weight,
+        state.signal_time_equivalent_s, state.scored_lambda, state.prior,
+        state.observations.click_ref, state.observations.signal_ref,
+        state.observations.outcomes,
     )  # fmt: skip
+
+
+def _masses(obs: Observations | None) -> list[float]:
+    return [] if obs is None else [obs.click_mass, obs.signal_mass]
 
 
 def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
@@ -95,24 +121,59 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             n, ahead = int(rng.integers(1, 8)), bool(rng.random() < 0.5)
             answers = []
             for s in stores:
-                answers.append(await s.record_signals(signals, 5.0))
-                answers.append(await s.record_clicks(clicks))
+                answers.append(await s.record_signals(signals, 5.0, DECAY_S))
+                answers.append(await s.record_clicks(clicks, DECAY_S))
             assert answers[0:2] == answers[2:4]
+            if rng.random() < 0.2:  # new parameters for some URLs of a host
+                host = f"h{int(rng.integers(12))}.example"
+                params = {
+                    u: ScoredParams(
+                        weight=float(rng.random()),
+                        change_rate=0.01,
+                        recall=0.5,
+                        false_signal_rate=0.01,
+                        signal_time_equivalent_s=float(rng.choice([0.0, 30.0, math.inf])),
+                        threshold_s=float(rng.choice([50.0, 200.0, math.inf])),
+                    )
+                    for u in urls
+                    if rng.random() < 0.3
+                }
+                scored = float(rng.random() + 1.0)
+                for s in stores:
+                    await s.set_params(host, params, scored)
+            if rng.random() < 0.1:  # re-registration: new priors, observations kept
+                again = [r for r in records if rng.random() < 0.2]
+                again = [dataclasses.replace(r, prior=_prior(rng)) for r in again]
+                for s in stores:
+                    await s.upsert_urls(again, now)
             grants = [await s.lease_next(now, n, 120.0, ahead) for s in stores]
             assert _leased(grants[0]) == _leased(grants[1])
             open_leases += list(zip(grants[0], grants[1], strict=True))
             rng.shuffle(open_leases)  # type: ignore[arg-type]
             settle, open_leases = open_leases[:3], open_leases[3:]
             ok = [bool(rng.random() < 0.8) for _ in settle]
+            changed = [[True, False, None][int(rng.integers(3))] for _ in settle]
             for k, s in enumerate(stores):
                 outcomes = [
-                    CrawlOutcome(pair[k].state.url, pair[k].lease_id, now, good, good)
-                    for pair, good in zip(settle, ok, strict=True)
+                    CrawlOutcome(
+                        pair[k].state.url, pair[k].lease_id, now, good, c if good else None
+                    )
+                    for pair, good, c in zip(settle, ok, changed, strict=True)
                 ]
-                answers.append(await s.settle(outcomes, 300.0, 5.0))
+                answers.append(await s.settle(outcomes, 300.0, 5.0, WINDOW))
             assert answers[-2] == answers[-1]
-            views = [[_view(x) for x in await s.get_urls(urls)] for s in stores]
-            assert views[0] == views[1]
+            states = [await s.get_urls(urls) for s in stores]
+            assert [_view(x) for x in states[0]] == [_view(x) for x in states[1]]
+            for a, b in zip(states[0], states[1], strict=True):
+                assert _masses(a and a.observations) == pytest.approx(
+                    _masses(b and b.observations), rel=1e-12, abs=0
+                )
+        windows = []
+        for host in sorted({r.host for r in records}):
+            listed = [await s.host_urls(host) for s in stores]
+            assert [_view(x) for x in listed[0]] == [_view(x) for x in listed[1]]
+            windows += [len(x.observations.outcomes) for x in listed[1]]
+        assert max(windows) == WINDOW  # the stream filled (and trimmed) some windows
         stats = [await s.stats(now, 3) for s in stores]
         assert (stats[0].urls, stats[0].due_backlog, stats[0].leases_active) == (
             stats[1].urls, stats[1].due_backlog, stats[1].leases_active,

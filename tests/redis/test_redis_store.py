@@ -1,31 +1,49 @@
 """The Redis store beyond the contract: script cache loss, repeated calls, shared λ₀,
-shard-count guard, outages.  Against a private ``redis-server`` (never a mock)."""
+shard-count guard, outages, the estimator state's layout.  Against a private
+``redis-server`` (never a mock)."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+import struct
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.multipliers import TrackerConfig
 from service.errors import StoreUnavailable
-from service.store.base import CrawlOutcome, DispatchObservation, EventStatus, UrlRecord
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    DispatchObservation,
+    EventStatus,
+    Observations,
+    ScoredParams,
+    SignalEvent,
+    UrlPrior,
+    UrlRecord,
+    shard_of,
+)
 from service.store.redis import RedisStore
+from service.store.redis.keys import ShardKeys
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import URL
+from service.store.redis.records import SCORED, URL, est_size
+from service.store.redis.scripts import Call
 
 pytestmark = pytest.mark.anyio
 T0 = 1_000_000.0
+DECAY_S = 86_400.0 * 30
+WINDOW = 64
 
 
-def rec(url: str, threshold_s: float = 100.0) -> UrlRecord:
+def rec(url: str, threshold_s: float = 100.0, prior: UrlPrior | None = None) -> UrlRecord:
     return UrlRecord(
         url=url, host=url.split("/")[2], weight=1.0, change_rate=0.01, recall=0.5,
         false_signal_rate=0.01, signal_time_equivalent_s=20.0, threshold_s=threshold_s,
-        scored_lambda=1.0, last_crawled_at=T0,
+        scored_lambda=1.0, last_crawled_at=T0, prior=prior or UrlPrior(),
     )  # fmt: skip
 
 
@@ -67,8 +85,18 @@ async def test_repeated_calls_are_safe(store: RedisStore) -> None:
     results = [
         CrawlOutcome(g.state.url, g.lease_id, T0 + 401, ok=True, changed=True) for g in grants
     ]
-    assert await store.settle(results, 60.0, 0.0) == [EventStatus.ACCEPTED] * 2
-    assert await store.settle(results, 60.0, 0.0) == [EventStatus.DUPLICATE] * 2
+    assert await store.settle(results, 60.0, 0.0, WINDOW) == [EventStatus.ACCEPTED] * 2
+    settled = await store.get_urls([r.url for r in batch])
+    assert await store.settle(results, 60.0, 0.0, WINDOW) == [EventStatus.DUPLICATE] * 2
+    assert await store.get_urls([r.url for r in batch]) == settled  # no second outcome
+    params = {"https://a.example/1": ScoredParams(2.0, 0.02, 0.5, 0.0, 10.0, 250.0)}
+    await store.set_params("a.example", params, 3.0)
+    once = await store.get_urls(["https://a.example/1"])
+    await store.set_params("a.example", params, 3.0)
+    assert await store.get_urls(["https://a.example/1"]) == once
+    await store.put_groups({"global": (1.0, 2.0)})
+    await store.put_groups({"global": (1.0, 2.0)})
+    assert await store.get_groups(["global"]) == [(1.0, 2.0)]
     assert await store.remove_urls(["https://a.example/1"]) == 1
     assert await store.remove_urls(["https://a.example/1"]) == 0
     stats = await store.stats(T0 + 401, 5)
@@ -147,7 +175,92 @@ async def test_batches_larger_than_lua_unpack_limits(server: LocalRedis) -> None
         grants = await store.lease_next(T0 + 500, 1_000, 60.0, dispatch_ahead=False)
         assert len(grants) == 1_000
         done = [CrawlOutcome(g.state.url, g.lease_id, T0 + 501, True, True) for g in grants]
-        assert await store.settle(done, 60.0, 0.0) == [EventStatus.ACCEPTED] * 1_000
+        assert await store.settle(done, 60.0, 0.0, WINDOW) == [EventStatus.ACCEPTED] * 1_000
         assert (await store.stats(T0 + 501, 0)).urls == 9_000
     finally:
         await store.close()
+
+
+def _est_key(store: RedisStore, host: str) -> str:
+    return ShardKeys(shard_of(host, store.shards)).est(host)
+
+
+async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
+    """``set_params.lua`` called directly: the record's parameters, Λ and due time, the
+    host queue; the host's scored Λ untouched; a second call changes nothing."""
+    await store.upsert_urls([rec("https://a.example/p"), rec("https://a.example/q")], T0)
+    shard = shard_of("a.example", store.shards)
+    keys = ShardKeys(shard)
+    call = Call(
+        "set_params",
+        keys.all,
+        ("a.example", repr(2.5), repr(1e6), "/p", SCORED.pack(3.0, 0.5, 0.25, 0.125, 0.0, 40.0),
+         "/gone", SCORED.pack(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)),
+    )  # fmt: skip
+    with redis.Redis(port=server.port) as raw:
+        host_before = raw.hget(keys.hosts, "a.example")
+        for _ in range(2):
+            assert await store._scripts.run(store.client, [call]) == [1]  # one known URL
+            record = raw.hget(keys.urls("a.example"), "/p") or b""
+            w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack(record)[:12]
+            assert (w, delta, recall, nu, beta, thr, slam, due) == (
+                3.0, 0.5, 0.25, 0.125, 0.0, 40.0, 2.5, T0 + 40.0,
+            )  # fmt: skip
+            assert raw.zscore(keys.queue("a.example"), "/p") == T0 + 40.0
+            assert raw.zscore(keys.all[2], "a.example") == T0 + 40.0  # ready at the new head
+            assert raw.hget(keys.hosts, "a.example") == host_before
+            assert not raw.hexists(keys.urls("a.example"), "/gone")
+
+
+async def test_estimator_state_layout(server: LocalRedis, store: RedisStore) -> None:
+    """The blob in ``est:<host>`` is laid out as ``lua/lib.lua`` documents it."""
+    prior = UrlPrior("été", 1e-4, None, 0.5, None, fixed=True)
+    await store.upsert_urls([rec("https://a.example/p", prior=prior)], T0)
+    await store.record_clicks([ClickEvent("https://a.example/p", T0 + 1.0)], DECAY_S)
+    await store.record_signals([SignalEvent("https://a.example/p", T0 + 2.0)], 0.0, DECAY_S)
+    (grant,) = await store.lease_next(T0 + 500.0, 1, 60.0, dispatch_ahead=False)
+    done = CrawlOutcome(grant.state.url, grant.lease_id, T0 + 500.25, ok=True, changed=True)
+    await store.settle([done], 60.0, 0.0, WINDOW)
+    with redis.Redis(port=server.port) as raw:
+        blob = raw.hget(_est_key(store, "a.example"), "/p") or b""
+    label = "été".encode()
+    assert len(blob) == est_size(len(label), 1) == 67 + len(label) + 6
+    head = struct.unpack_from("<8dBH", blob)
+    assert head[:4] == (1.0, T0 + 1.0, 1.0, T0 + 2.0)
+    assert head[4] == 1e-4 and math.isnan(head[5]) and head[6] == 0.5 and math.isnan(head[7])
+    assert head[8:] == (0b11, len(label))  # fixed, labelled; label bytes
+    assert blob[67 : 67 + len(label)] == label
+    assert struct.unpack_from("<fH", blob, 67 + len(label)) == (-500.25, 1)  # changed: < 0
+
+
+async def test_urls_without_estimator_state_read_as_empty(
+    server: LocalRedis, store: RedisStore
+) -> None:
+    """A URL whose state is missing (written before it existed) reads as no prior and no
+    observations; events and re-registration start it afresh."""
+    url = "https://a.example/p"
+    await store.upsert_urls([rec(url, prior=UrlPrior(label="x"))], T0)
+    with redis.Redis(port=server.port) as raw:
+        raw.delete(_est_key(store, "a.example"))
+    (s,) = await store.get_urls([url])
+    assert s is not None and (s.prior, s.observations) == (UrlPrior(), Observations())
+    await store.record_clicks([ClickEvent(url, T0 + 1.0)], DECAY_S)
+    (s,) = await store.get_urls([url])
+    assert s is not None and s.observations == Observations(click_mass=1.0, click_ref=T0 + 1.0)
+    with redis.Redis(port=server.port) as raw:
+        raw.delete(_est_key(store, "a.example"))
+    await store.upsert_urls([rec(url, prior=UrlPrior(label="y"))], T0)
+    (listed,) = await store.host_urls("a.example")
+    assert (listed.prior, listed.observations) == (UrlPrior(label="y"), Observations())
+
+
+async def test_removal_deletes_the_estimator_state(server: LocalRedis, store: RedisStore) -> None:
+    await store.upsert_urls([rec("https://a.example/p"), rec("https://a.example/q")], T0)
+    assert await store.remove_urls(["https://a.example/p"]) == 1
+    with redis.Redis(port=server.port) as raw:
+        assert raw.hkeys(_est_key(store, "a.example")) == [b"/q"]
+
+
+async def test_bad_decay_time_is_refused(store: RedisStore) -> None:
+    with pytest.raises(ParameterError, match="decay_s"):
+        await store.record_clicks([ClickEvent("https://a.example/p", T0)], 0.0)

@@ -22,12 +22,34 @@ def world(**changes: object) -> World:
 
 def test_the_service_crawls_at_the_budget_and_beats_round_robin() -> None:
     w = world(signals=False)
-    policy = ServicePolicy()
+    policy = ServicePolicy(params="oracle")
     result = simulate(w, policy, crawls_per_step=2)
     assert result.report.crawls == 2 * result.steps  # dispatch-ahead: never short
     rr = round_robin_freshness(w)
     assert result.accuracy > rr.click_weighted + 3 * rr.click_stderr
     assert policy.lambda0 is not None and policy.lambda0 > 0
+
+
+def test_learned_parameters_crawl_at_the_budget_and_learn_from_the_world() -> None:
+    """Registered bare, the service estimates W from clicks and Δ from outcomes."""
+    w = world(signals=False)
+    policy = ServicePolicy(params="learned")
+    captured = {}
+    finish = policy.finish
+
+    def capture() -> None:
+        captured["states"] = policy._run(policy.context.store.get_urls(policy._names))
+        finish()
+
+    policy.finish = capture  # type: ignore[method-assign]
+    result = simulate(w, policy, crawls_per_step=2)
+    assert result.report.crawls == 2 * result.steps
+    states = captured["states"]
+    est_w = np.array([s.weight for s in states])
+    # W is learned from ~40 days of clicks: across URLs it tracks the truth
+    assert np.corrcoef(est_w, w.params.weight)[0, 1] > 0.8
+    outcomes = np.array([len(s.observations.outcomes) for s in states])
+    assert outcomes.sum() > 0.9 * result.report.crawls - len(states)
 
 
 def test_the_services_politeness_holds_under_the_simulator() -> None:

@@ -25,9 +25,12 @@ class ShardKeys:
     @property
     def all(self) -> tuple[bytes, ...]:
         """KEYS of every shard script: meta, hosts, ready, leases, deadlines, finished,
-        then the prefixes of the per-host queue and URL keys (encoded once)."""
+        then the prefixes of the per-host queue, URL and estimator-state keys (encoded
+        once)."""
         t = self.tag
-        names = ("meta", "hosts", "ready", "leases", "deadlines", "finished", "queue:", "urls:")
+        names = (
+            "meta", "hosts", "ready", "leases", "deadlines", "finished", "queue:", "urls:", "est:",
+        )  # fmt: skip
         return tuple(f"{t}{name}".encode() for name in names)
 
     @property
@@ -41,6 +44,11 @@ class ShardKeys:
     def urls(self, host: str) -> str:
         """Hash of the host's URL key -> packed URL record."""
         return f"{self.tag}urls:{host}"
+
+    def est(self, host: str) -> str:
+        """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
+        crawl outcomes; ``records.EST``)."""
+        return f"{self.tag}est:{host}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,12 @@ class GlobalKeys:
     def clock_epoch(self) -> str:
         """String: wall time (Unix s) the API processes' accelerated clocks count from."""
         return f"{self.prefix}:{{g}}:clock-epoch"
+
+    @property
+    def groups(self) -> str:
+        """Hash: group key (``host:<name>``, ``label:<name>``, ``global``) -> the group's
+        statistics as packed little-endian doubles (any count)."""
+        return f"{self.prefix}:{{g}}:groups"
 
     def leader(self, role: str) -> str:
         """String: the API process that holds ``role`` (e.g. the rescorer), with a TTL."""

@@ -1,21 +1,39 @@
-"""The packed records the scripts keep (layouts as in ``lua/lib.lua``) and lease ids."""
+"""The packed records the scripts keep (layouts as in ``lua/lib.lua``) and lease ids.
+
+Per URL the store keeps two records under the URL's key: the 124-byte ``URL`` record
+in ``urls:<host>`` (what dispatch reads) and its estimator state ``EST`` in
+``est:<host>``: the prior registration gave, the decayed click and signal counts and
+the last crawl outcomes (MATH.md, "Estimating parameters"), at most
+``est_size(L, window)`` = 67 + L + 6·window bytes for a label of L bytes.
+"""
 
 from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 
 from scheduler_core.multipliers import LogMean, host_multiplier
-from service.store.base import HostState, UrlState
+from service.store.base import HostState, Observations, Outcome, UrlPrior, UrlState
 from service.store.redis.keys import expand_url
 
 __all__ = [
+    "EST",
     "HOST",
+    "MAX_LABEL_BYTES",
+    "OUTCOME",
     "PARAMS",
+    "PRIOR",
+    "SCORED",
     "URL",
+    "est_size",
     "format_lease_id",
     "host_log_mean",
+    "pack_group",
+    "pack_prior",
     "parse_lease_id",
+    "unpack_est",
+    "unpack_group",
     "unpack_host",
     "unpack_url",
 ]
@@ -25,12 +43,93 @@ URL = struct.Struct("<12d7I")
 #: Host record: crawl delay s, gate Unix s, log-mean estimate, its count, Λ scored.
 HOST = struct.Struct("<5d")
 _DEADLINE = struct.Struct("<d")
-#: Parameters of one URL as ``upsert.lua`` takes them.
+#: Parameters of one URL as ``upsert.lua`` takes them (the prior follows).
 PARAMS = struct.Struct("<9d")
+#: Parameters of one URL as ``set_params.lua`` takes them: W, Δ, recall, ν, β, ι.
+SCORED = struct.Struct("<6d")
+
+#: Estimator state header, 67 bytes: click mass, click ref (Unix s; NaN = none), signal
+#: mass, signal ref, then the prior: W (1/s), Δ (1/s), recall, ν (1/s) (NaN = not
+#: given), flags (``_FIXED``, ``_LABELLED``), the label's length L in bytes.  The label
+#: (UTF-8) follows, then the outcomes, oldest first.
+EST = struct.Struct("<8dBH")
+#: The prior part of ``EST`` (its last 35 bytes; the label follows), as ``upsert.lua``
+#: takes it.
+PRIOR = struct.Struct("<4dBH")
+#: One crawl outcome: τ s as a 32-bit float, negative when the copy had changed; n,
+#: the signals counted in that interval (capped at 65535).
+OUTCOME = struct.Struct("<fH")
+#: Longest label the state can hold, bytes (UTF-8).
+MAX_LABEL_BYTES = 65_535
+_FIXED, _LABELLED = 1, 2
 
 
 def _opt(x: float) -> float | None:
     return None if math.isnan(x) else x
+
+
+def _nan(x: float | None) -> float:
+    return math.nan if x is None else x
+
+
+def est_size(label_bytes: int, window: int) -> int:
+    """Bytes of a URL's estimator state with a label of ``label_bytes`` and a full
+    window of ``window`` outcomes: its bound.
+
+    Examples
+    --------
+    >>> est_size(0, 64)
+    451
+    """
+    return EST.size + label_bytes + OUTCOME.size * window
+
+
+def pack_prior(prior: UrlPrior) -> bytes:
+    """The prior as ``upsert.lua`` takes it: ``PRIOR`` and the label.
+
+    Raises
+    ------
+    ValueError
+        If the label is longer than ``MAX_LABEL_BYTES`` in UTF-8.
+    """
+    label = b"" if prior.label is None else prior.label.encode()
+    if len(label) > MAX_LABEL_BYTES:
+        raise ValueError(f"`label` must be at most {MAX_LABEL_BYTES} bytes in UTF-8")
+    flags = (_FIXED if prior.fixed else 0) | (0 if prior.label is None else _LABELLED)
+    values = (prior.weight, prior.change_rate, prior.recall, prior.false_signal_rate)
+    return PRIOR.pack(*map(_nan, values), flags, len(label)) + label
+
+
+def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
+    """A URL's prior and observations from its estimator state (none: the defaults)."""
+    if not blob:
+        return UrlPrior(), Observations()
+    (click_mass, click_ref, signal_mass, signal_ref, w, delta, recall, nu,
+     flags, size) = EST.unpack_from(blob)  # fmt: skip
+    start = EST.size + size
+    prior = UrlPrior(
+        label=blob[EST.size : start].decode() if flags & _LABELLED else None,
+        weight=_opt(w), change_rate=_opt(delta), recall=_opt(recall),
+        false_signal_rate=_opt(nu), fixed=bool(flags & _FIXED),
+    )  # fmt: skip
+    outcomes: tuple[Outcome, ...] = tuple(
+        (abs(tau), n, math.copysign(1.0, tau) < 0)
+        for tau, n in OUTCOME.iter_unpack(memoryview(blob)[start:])
+    )
+    observations = Observations(
+        click_mass, _opt(click_ref), signal_mass, _opt(signal_ref), outcomes
+    )
+    return prior, observations
+
+
+def pack_group(values: Sequence[float]) -> bytes:
+    """A group's statistics as stored: little-endian doubles."""
+    return struct.pack(f"<{len(values)}d", *values)
+
+
+def unpack_group(blob: bytes | None) -> tuple[float, ...] | None:
+    """Inverse of :func:`pack_group` (None stays None)."""
+    return None if blob is None else struct.unpack(f"<{len(blob) // 8}d", blob)
 
 
 def format_lease_id(shard: int, seq: int, nonce: str) -> str:
@@ -56,10 +155,16 @@ def parse_lease_id(lease_id: str, shards: int) -> tuple[int, int, str] | None:
 
 
 def unpack_url(
-    blob: bytes, host: str, ukey: str, shard: int, lease: tuple[str, float] | None = None
+    blob: bytes,
+    host: str,
+    ukey: str,
+    shard: int,
+    lease: tuple[str, float] | None = None,
+    est: bytes | None = None,
 ) -> UrlState:
     """A URL record as a snapshot; its lease from the suffix ``get.lua`` appends, or
-    ``lease`` (id, deadline) when the caller knows it."""
+    ``lease`` (id, deadline) when the caller knows it; its prior and observations
+    from ``est``, its estimator state (None: the defaults)."""
     (w, delta, recall, nu, beta, thr, slam, reg, last, lsig, lclick, due,
      n, clicks, signals, crawls, changes, errors, seq) = URL.unpack_from(blob)  # fmt: skip
     lease_id, deadline = lease or (None, None)
@@ -67,13 +172,15 @@ def unpack_url(
         (deadline,) = _DEADLINE.unpack_from(blob, URL.size)
         nonce = blob[URL.size + _DEADLINE.size :].decode()
         lease_id = format_lease_id(shard, seq, nonce)
+    prior, observations = unpack_est(est)
     return UrlState(
         url=expand_url(ukey, host), host=host, weight=w, change_rate=delta, recall=recall,
         false_signal_rate=nu, signal_time_equivalent_s=beta, threshold_s=thr,
         scored_lambda=slam, registered_at=reg, last_crawl_at=_opt(last),
         signals_since_crawl=n, last_signal_at=_opt(lsig), due_at=due, lease_id=lease_id,
         lease_deadline=deadline, clicks=clicks, signals=signals, crawls=crawls,
-        changes=changes, fetch_errors=errors, last_click_at=_opt(lclick),
+        changes=changes, fetch_errors=errors, last_click_at=_opt(lclick), prior=prior,
+        observations=observations,
     )  # fmt: skip
 
 

@@ -24,8 +24,9 @@ __all__ = ["Call", "Client", "ScriptSet"]
 Client = Redis | RedisCluster
 
 NAMES = (
-    "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "signals", "clicks",
-    "ready", "lease", "lease_status", "settle", "observe", "lambda0", "stats", "stale_hosts",
+    "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "set_params", "signals",
+    "clicks", "ready", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
+    "stale_hosts",
 )  # fmt: skip
 
 

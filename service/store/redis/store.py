@@ -2,10 +2,12 @@
 
 Data model (ARCHITECTURE.md, "Storage"; key names in :mod:`.keys`): per shard a hash
 of host records, a zset of hosts by readiness, the leases (hash, zset by deadline,
-history); per host a zset of its unleased URLs by due time and a hash of their packed
-records.  A batch touching several shards sends one script call per shard, in one
-pipeline.  The service keeps no state of its own, so API processes replicate freely;
-λ₀ lives in Redis and is folded in by a script (no lost updates).
+history); per host a zset of its unleased URLs by due time, a hash of their packed
+records, and a hash of their estimator state (prior, decayed click and signal counts,
+last crawl outcomes; ``records.EST``).  A batch touching several shards sends one
+script call per shard, in one pipeline.  The service keeps no state of its own, so API
+processes replicate freely; λ₀ lives in Redis and is folded in by a script (no lost
+updates).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -25,6 +27,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import BusyLoadingError, ClusterDownError, RedisError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from scheduler_core.errors import ParameterError
 from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier
 from service.errors import StoreUnavailable
 from service.store.base import (
@@ -35,6 +38,7 @@ from service.store.base import (
     HostState,
     LeaseGrant,
     LeaseStatus,
+    ScoredParams,
     SignalEvent,
     StoreStats,
     UrlRecord,
@@ -44,9 +48,13 @@ from service.store.base import (
 from service.store.redis.keys import GlobalKeys, ShardKeys, expand_url, url_key
 from service.store.redis.records import (
     PARAMS,
+    SCORED,
     format_lease_id,
     host_log_mean,
+    pack_group,
+    pack_prior,
     parse_lease_id,
+    unpack_group,
     unpack_host,
     unpack_url,
 )
@@ -98,6 +106,19 @@ def _s(x: bytes | str) -> str:
     return x.decode() if isinstance(x, bytes) else x
 
 
+def _decay(decay_s: float) -> str:
+    """``decay_s`` as a script argument.
+
+    Raises
+    ------
+    ParameterError
+        If it is not positive (as :func:`scheduler_core.estimate.rates.add_event`).
+    """
+    if not decay_s > 0:
+        raise ParameterError("`decay_s` must be positive")
+    return repr(float(decay_s))
+
+
 async def open_client(url: str, *, timeout_s: float = 5.0) -> Client:
     """A client for ``url``: a :class:`RedisCluster` when the server runs in cluster mode.
 
@@ -142,6 +163,11 @@ class RedisStore:
         As for :class:`service.store.memory.MemoryStore`.
     prefix : str
         Key prefix (several deployments may share one Redis).
+
+    Notes
+    -----
+    The states in :class:`LeaseGrant` carry no prior and observations (dispatch does
+    not read them; ``get_urls`` and ``host_urls`` do).
     """
 
     def __init__(
@@ -289,6 +315,7 @@ class RedisStore:
                 nan if r.last_crawled_at is None else r.last_crawled_at,
                 nan if r.crawl_delay_s is None else r.crawl_delay_s,
             )  # fmt: skip
+            + pack_prior(r.prior)
             for r in records
         ]
         head = (repr(now), self._cap, repr(self._default_delay))
@@ -309,9 +336,13 @@ class RedisStore:
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
         answers = await self._per_url("get", urls, (), ())
         out: list[UrlState | None] = []
-        for url, (shard, blob) in zip(urls, answers, strict=True):
+        for url, (shard, answer) in zip(urls, answers, strict=True):
+            if answer is None:
+                out.append(None)
+                continue
             host = host_of(url)
-            out.append(None if blob is None else unpack_url(blob, host, url_key(url, host), shard))
+            blob, est = answer
+            out.append(unpack_url(blob, host, url_key(url, host), shard, est=est))
         return out
 
     @_unavailable
@@ -329,8 +360,12 @@ class RedisStore:
     @_unavailable
     async def host_urls(self, host: str) -> list[UrlState]:
         shard = self._shard(host)
-        (flat,) = await self._run([self._call("host_urls", shard, (host,))])
-        states = [unpack_url(flat[i + 1], host, _s(flat[i]), shard) for i in range(0, len(flat), 2)]
+        ((flat, est_flat),) = await self._run([self._call("host_urls", shard, (host,))])
+        est = dict(zip(est_flat[::2], est_flat[1::2], strict=True))
+        states = [
+            unpack_url(flat[i + 1], host, _s(flat[i]), shard, est=est.get(flat[i]))
+            for i in range(0, len(flat), 2)
+        ]
         return sorted(states, key=lambda s: s.url)
 
     @_unavailable
@@ -354,6 +389,30 @@ class RedisStore:
         return out
 
     # -- rescoring -------------------------------------------------------------------------------
+    async def set_params(
+        self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
+    ) -> None:
+        await self.set_params_many([(host, params, scored_lambda)])
+
+    @_unavailable
+    async def set_params_many(
+        self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
+    ) -> None:
+        calls = []
+        for host, params, scored_lambda in updates:
+            args: list[Any] = [host, repr(scored_lambda), self._cap]
+            for url, p in params.items():
+                if host_of(url) == host:
+                    packed = SCORED.pack(
+                        p.weight, p.change_rate, p.recall, p.false_signal_rate,
+                        p.signal_time_equivalent_s, p.threshold_s,
+                    )  # fmt: skip
+                    args += (url_key(url, host), packed)
+            if len(args) > 3:
+                calls.append(self._call("set_params", self._shard(host), args))
+        if calls:
+            await self._run(calls)  # one pipeline (per node) for every host
+
     @_unavailable
     async def set_thresholds(
         self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
@@ -389,17 +448,20 @@ class RedisStore:
     # -- events ------------------------------------------------------------------------------------
     @_unavailable
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float
+        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
     ) -> list[EventStatus]:
-        head = (repr(discard_within_s), self._cap)
+        head = (repr(discard_within_s), self._cap, _decay(decay_s))
         times = [repr(e.time) for e in events]
         answers = await self._per_url("signals", [e.url for e in events], head, times, joined=True)
         return [_EVENT[a] for _, a in answers]
 
     @_unavailable
-    async def record_clicks(self, events: Sequence[ClickEvent]) -> list[EventStatus]:
+    async def record_clicks(
+        self, events: Sequence[ClickEvent], decay_s: float
+    ) -> list[EventStatus]:
+        head = (_decay(decay_s),)
         times = [repr(e.time) for e in events]
-        answers = await self._per_url("clicks", [e.url for e in events], (), times, joined=True)
+        answers = await self._per_url("clicks", [e.url for e in events], head, times, joined=True)
         return [_EVENT[a] for _, a in answers]
 
     # -- leases ----------------------------------------------------------------------------------
@@ -505,9 +567,16 @@ class RedisStore:
 
     @_unavailable
     async def settle(
-        self, outcomes: Sequence[CrawlOutcome], retry_delay_s: float, discard_within_s: float
+        self,
+        outcomes: Sequence[CrawlOutcome],
+        retry_delay_s: float,
+        discard_within_s: float,
+        outcome_window: int,
     ) -> list[EventStatus]:
-        head = [repr(retry_delay_s), repr(discard_within_s), self._cap, self._history]
+        head = [
+            repr(retry_delay_s), repr(discard_within_s), self._cap, self._history,
+            int(outcome_window),
+        ]  # fmt: skip
         groups: dict[int, list[tuple[int, str]]] = defaultdict(list)
         out = [EventStatus.STALE] * len(outcomes)
         for i, o in enumerate(outcomes):
@@ -516,7 +585,8 @@ class RedisStore:
             if p is None or p[0] != self._shard(host):
                 continue  # not a lease of this URL's shard: stale
             fields = (url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok))
-            groups[p[0]].append((i, " ".join(map(str, (host, *fields, int(bool(o.changed)))))))
+            changed = 2 if o.changed is None else int(o.changed)  # 2: unknown
+            groups[p[0]].append((i, " ".join(map(str, (host, *fields, changed)))))
         calls = [
             self._call("settle", shard, [*head, " ".join(line for _, line in items)])
             for shard, items in groups.items()
@@ -525,6 +595,20 @@ class RedisStore:
             for (i, _), code in zip(items, codes, strict=True):
                 out[i] = _RESULT[code]
         return out
+
+    # -- estimator groups ----------------------------------------------------------------------
+    @_unavailable
+    async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:
+        if not keys:
+            return []
+        blobs = await self.client.hmget(self._global.groups, list(keys))
+        return [unpack_group(cast(bytes | None, b)) for b in blobs]
+
+    @_unavailable
+    async def put_groups(self, groups: Mapping[str, Sequence[float]]) -> None:
+        if groups:
+            packed = {key: pack_group(values) for key, values in groups.items()}
+            await self.client.hset(self._global.groups, mapping=packed)  # type: ignore[arg-type]
 
     # -- multipliers -----------------------------------------------------------------------------
     @_unavailable

@@ -1,9 +1,11 @@
--- Count clicks (requests) of one shard.
+-- Count clicks (requests) of one shard, also in the URL's decayed click count.
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] the clicks, "host url-key time" (Unix s) each, separated by spaces.
+-- ARGV[1] decay time constant T, s; ARGV[2] the clicks, "host url-key time" (Unix s)
+-- each, separated by spaces.
 -- Returns per click 0 accepted, 1 unknown URL.
+local decay = num(ARGV[1])
 local out = {}
-for host, ukey, t in string.gmatch(ARGV[1], '(%S+) (%S+) (%S+)') do
+for host, ukey, t in string.gmatch(ARGV[2], '(%S+) (%S+) (%S+)') do
   t = num(t)
   local key = K_URLS .. host
   local rec = redis.call('HGET', key, ukey)
@@ -18,6 +20,7 @@ for host, ukey, t in string.gmatch(ARGV[1], '(%S+) (%S+) (%S+)') do
       string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
       .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
       .. string.sub(rec, URL_CLICKS_AT + 4))
+    est_add_event(host, ukey, EST_CLICKS_AT, t, decay)
     out[#out + 1] = 0
   end
 end

@@ -1,6 +1,7 @@
 -- Every URL of one host (read only).
 -- KEYS: the shard keys (lib.lua).  ARGV[1] host.
--- Returns url key, record (+ lease as in get.lua), url key, record, ...
+-- Returns {url key, record (+ lease as in get.lua), url key, record, ...},
+--         {url key, estimator state (EST), ...}.
 local host = ARGV[1]
 local all = redis.call('HGETALL', K_URLS .. host)
 for i = 1, #all, 2 do
@@ -10,4 +11,4 @@ for i = 1, #all, 2 do
     all[i + 1] = all[i + 1] .. struct.pack('<d', l.deadline) .. l.nonce
   end
 end
-return all
+return {all, redis.call('HGETALL', K_EST .. host)}

@@ -10,6 +10,8 @@
 --   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
 --   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix s
 --   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> packed URL record
+--   KEYS[9]  est:        prefix of "est:<host>",   hash url key -> packed estimator state
+--                        (EST layout below), keyed like urls:<host>
 -- The per-host keys are found while the script runs (which host is ready is the
 -- script's own answer), so they are passed as prefixes; they share the shard's
 -- hash tag and therefore the declared keys' slot.
@@ -19,7 +21,7 @@
 
 local K_META, K_HOSTS, K_READY = KEYS[1], KEYS[2], KEYS[3]
 local K_LEASES, K_DEADLINES, K_FINISHED = KEYS[4], KEYS[5], KEYS[6]
-local K_QUEUE, K_URLS = KEYS[7], KEYS[8]
+local K_QUEUE, K_URLS, K_EST = KEYS[7], KEYS[8], KEYS[9]
 
 local INF = math.huge
 local NAN = -(0 / 0)
@@ -61,6 +63,51 @@ local function pack_url(u)
 end
 local function put_url(host, ukey, u)
   redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
+end
+
+-- Estimator state of a URL (service/store/redis/records.py EST; MATH.md "Estimating
+-- parameters"), kept apart so that the 124-byte URL record stays as it is:
+--   header '<ddddddddBH', 67 bytes: click mass, click ref (Unix s; NaN = no click yet),
+--     signal mass, signal ref (Unix s; NaN = none), then the prior registration gave:
+--     W (1/s), Δ (1/s), recall, ν (1/s) (NaN = not given), flags (bit 0: fixed, bit 1:
+--     a label was given), L = the label's length in bytes;
+--   the label, L bytes (UTF-8);
+--   the crawl outcomes, oldest first, '<fH' each (6 bytes): τ s since the previous fetch
+--     as a 32-bit float, stored negative when the copy had changed; n, the signals
+--     counted in that interval (capped at 65535).
+-- At most 67 + L + 6·window bytes per URL: settle.lua keeps the last `window` outcomes.
+-- A decayed count holds Σ exp(−(ref − t_k)/T) at ref, the latest event time.
+local EST_HEAD = 67
+local EST_CLICKS_AT, EST_SIGNALS_AT, EST_PRIOR_AT, EST_LABEL_LEN_AT = 1, 17, 33, 66
+local OUTCOME, OUTCOME_SIZE, MAX_OUTCOME_N = '<fH', 6, 65535
+local NO_EVENTS = struct.pack('<dddd', 0, NAN, 0, NAN)
+local NO_PRIOR = struct.pack('<ddddBH', NAN, NAN, NAN, NAN, 0, 0)
+-- The state of a URL; a URL written before the state existed starts from none.
+local function get_est(host, ukey)
+  return redis.call('HGET', K_EST .. host, ukey) or (NO_EVENTS .. NO_PRIOR)
+end
+local function put_est(host, ukey, e)
+  redis.call('HSET', K_EST .. host, ukey, e)
+end
+-- Byte position (1-based) of the first outcome.
+local function est_outcomes_at(e)
+  return EST_HEAD + struct.unpack('<H', e, EST_LABEL_LEN_AT) + 1
+end
+-- Fold one event at `t` (Unix s) into a decayed count (mass, ref), time constant
+-- `decay` s: exactly scheduler_core/estimate/rates.py add_event (an event older than
+-- ref adds its decayed weight and leaves ref where it is).
+local function add_event(mass, ref, t, decay)
+  if isnan(ref) then return 1.0, t end
+  if t >= ref then return mass * math.exp(-(t - ref) / decay) + 1.0, t end
+  return mass + math.exp(-(ref - t) / decay), ref
+end
+-- Fold an event into the click (at = EST_CLICKS_AT) or signal (EST_SIGNALS_AT) count.
+local function est_add_event(host, ukey, at, t, decay)
+  local e = get_est(host, ukey)
+  local mass, ref = struct.unpack('<dd', e, at)
+  mass, ref = add_event(mass, ref, t, decay)
+  put_est(host, ukey, string.sub(e, 1, at - 1) .. struct.pack('<dd', mass, ref)
+    .. string.sub(e, at + 16))
 end
 
 -- Host record: crawl delay (s), gate (Unix s), log-mean estimate (NaN = none),

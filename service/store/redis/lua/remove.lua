@@ -1,4 +1,4 @@
--- Drop URLs of one shard, and their leases.
+-- Drop URLs of one shard, their estimator state and their leases.
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] lease history kept per shard; then per URL: host, url key.
 -- Returns how many URLs existed.
@@ -11,6 +11,7 @@ for i = 2, #ARGV, 2 do
   if u then
     removed = removed + 1
     redis.call('HDEL', K_URLS .. host, ukey)
+    redis.call('HDEL', K_EST .. host, ukey)
     redis.call('HINCRBY', K_META, 'urls', -1)
     if u.lease ~= 0 then
       redis.call('ZREM', K_DEADLINES, u.lease)

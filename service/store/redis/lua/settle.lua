@@ -1,17 +1,34 @@
 -- Apply crawl results of one shard; each lease settles at most once.  A refreshed copy
 -- resets τ (late signals after the fetch count once); a failed fetch keeps the copy and
--- comes back after the retry delay.
+-- comes back after the retry delay.  A refreshed copy whose `changed` is known, fetched
+-- after a known previous fetch, appends its outcome (τ, n, changed) to the URL's
+-- estimator state (EST in lib.lua), which keeps the last `window` outcomes.
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
--- history kept; ARGV[5] the results, "host url-key lease-seq nonce fetched-at ok changed"
--- each (fetched at: Unix s; ok, changed: 0/1), separated by spaces.
+-- history kept; ARGV[5] outcomes kept per URL (window); ARGV[6] the results, "host
+-- url-key lease-seq nonce fetched-at ok changed" each (fetched at: Unix s; ok: 0/1;
+-- changed: 0 no, 1 yes, 2 unknown), separated by spaces.
 -- Returns per result 0 accepted, 2 stale, 3 duplicate.
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+local window = num(ARGV[5])
 local out = {}
 local touched = {}
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
+-- Append an outcome to the URL's state; the oldest beyond the window are dropped.
+local function add_outcome(host, ukey, tau, n, changed)
+  local e = get_est(host, ukey)
+  local at = est_outcomes_at(e)
+  if changed then tau = -tau end
+  e = e .. struct.pack(OUTCOME, tau, math.min(n, MAX_OUTCOME_N))
+  local excess = (#e - at + 1) / OUTCOME_SIZE - math.max(window, 0)
+  if excess > 0 then
+    e = string.sub(e, 1, at - 1) .. string.sub(e, at + excess * OUTCOME_SIZE)
+  end
+  put_est(host, ukey, e)
+end
 for host, ukey, seq, nonce, fetched, ok, changed in
-    string.gmatch(ARGV[5], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
+    string.gmatch(ARGV[6], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
+  local known = changed ~= '2'
   fetched, ok, changed = num(fetched), ok == '1', changed == '1'
   local l = get_lease(seq)
   local u = get_url(host, ukey)
@@ -35,6 +52,9 @@ for host, ukey, seq, nonce, fetched, ok, changed in
     if ok then
       u.crawls = u.crawls + 1
       if changed then u.changes = u.changes + 1 end
+      if known and not isnan(u.last) and fetched > u.last then
+        add_outcome(host, ukey, fetched - u.last, u.n, changed)
+      end
       if isnan(u.last) or fetched > u.last then
         u.last = fetched
         if not isnan(u.lsig) and u.lsig > fetched + discard then u.n = 1 else u.n = 0 end

@@ -1,8 +1,11 @@
 -- Register or update URLs of one shard.
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] now, Unix s; ARGV[2] revisit cap, s; ARGV[3] default crawl delay, s;
--- then per URL: host, url key, 9 packed doubles (W 1/s, Δ 1/s, recall, ν 1/s, β s,
--- ι s, Λ scored, known last crawl Unix s or NaN, crawl delay s or NaN).
+-- then per URL: host, url key, and one string: 9 packed doubles (W 1/s, Δ 1/s, recall,
+-- ν 1/s, β s, ι s, Λ scored, known last crawl Unix s or NaN, crawl delay s or NaN)
+-- followed by the prior as the estimator state holds it (bytes 33.. of EST in lib.lua:
+-- W, Δ, recall, ν or NaN, flags, label length, label).  The prior replaces the stored
+-- one; the decayed counts and outcomes of a known URL are kept.
 -- Returns per URL 1 (new) or 0 (updated).
 local now, cap, default_delay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
@@ -10,7 +13,9 @@ local hosts = {}  -- host -> record, written once at the end
 local new_urls = 0
 for i = 4, #ARGV, 3 do
   local host, ukey = ARGV[i], ARGV[i + 1]
-  local w, delta, recall, nu, beta, thr, slam, last, delay = struct.unpack('<ddddddddd', ARGV[i + 2])
+  local w, delta, recall, nu, beta, thr, slam, last, delay, at =
+    struct.unpack('<ddddddddd', ARGV[i + 2])
+  local prior = string.sub(ARGV[i + 2], at)
   local h = hosts[host] or get_host(host)
   if not h then
     h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN}
@@ -18,6 +23,13 @@ for i = 4, #ARGV, 3 do
   if not isnan(delay) then h.delay = delay end
   hosts[host] = h
   local u = get_url(host, ukey)
+  local e = u and redis.call('HGET', K_EST .. host, ukey)
+  if e then
+    put_est(host, ukey,
+      string.sub(e, 1, EST_PRIOR_AT - 1) .. prior .. string.sub(e, est_outcomes_at(e)))
+  else
+    put_est(host, ukey, NO_EVENTS .. prior)
+  end
   if u then
     out[#out + 1] = 0
   else

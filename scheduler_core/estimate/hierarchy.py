@@ -1,0 +1,172 @@
+"""Hierarchical priors: URL ← host ← label ← global (paper 003 §4.2).
+
+A URL with little history borrows from the URLs like it: first its host, then
+the operator's label (category, merchant, ...), then all URLs.  Each level keeps
+moment sums of its members' own estimates (:class:`Moments`: count, Σx, Σx² and
+Σ of their sampling variances) for the four learned quantities (importance W,
+signal rate γ, unannounced change rate α, and signal quality θ); the sums add
+up, so a label's statistics are the sums over its hosts' shares.
+
+The prior of a level is a Gamma distribution moment-matched to its members'
+spread once their sampling noise is taken out (empirical Bayes, method of
+moments), shrunk towards the level above with a pseudo-count of
+``pseudo_members`` members (:func:`shrink`).  Root priors come from the
+operator's defaults, weak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from scheduler_core.errors import ParameterError
+
+__all__ = ["QUANTITIES", "GammaPrior", "GroupStats", "Moments", "moments_of", "shrink"]
+
+#: The learned quantities, in the order of :class:`GroupStats`.
+QUANTITIES = ("weight", "signal_rate", "alpha", "theta")
+
+#: A prior's shape stays within these: ≥ 1 keeps a MAP finite, the cap keeps any
+#: group from overruling a URL's own data.
+MIN_SHAPE, MAX_SHAPE = 1.0, 50.0
+
+
+@dataclass(frozen=True, slots=True)
+class GammaPrior:
+    """Gamma(shape, rate) on a positive quantity: mean shape/rate."""
+
+    shape: float
+    rate: float
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+    def with_mode_at_mean(self) -> GammaPrior:
+        """The prior of the same shape (> 1) whose mode is this one's mean: what a
+        MAP estimate returns without data."""
+        if not self.shape > 1:
+            raise ParameterError("a Gamma prior has a mode > 0 only for shape > 1")
+        return GammaPrior(self.shape, (self.shape - 1.0) / self.mean)
+
+    @classmethod
+    def from_mean(cls, mean: float, shape: float) -> GammaPrior:
+        """The prior with this mean (> 0) and shape (> 0).
+
+        Raises
+        ------
+        ParameterError
+            If ``mean`` or ``shape`` is not positive and finite.
+        """
+        if not (0 < mean < np.inf and 0 < shape < np.inf):
+            raise ParameterError("a Gamma prior needs a positive finite mean and shape")
+        return cls(shape, shape / mean)
+
+
+@dataclass(frozen=True, slots=True)
+class Moments:
+    """Sums over a group's members of one quantity: count, Σx, Σx², Σ sampling var."""
+
+    n: float = 0.0
+    s1: float = 0.0
+    s2: float = 0.0
+    sv: float = 0.0
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.s1 + other.s1, self.s2 + other.s2, self.sv + other.sv)
+
+    def mean_var(self) -> tuple[float, float] | None:
+        """Members' mean and their spread net of sampling noise.
+
+        The noise taken out is at most three quarters of the observed spread
+        (asymptotic variances overstate the noise of shrunk, short-window
+        estimates), and the spread at least (5% of the mean)².
+        """
+        if self.n <= 0:
+            return None
+        mean = self.s1 / self.n
+        if not mean >= 0:
+            return None
+        if mean == 0:  # e.g. a host whose URLs were never clicked
+            return 0.0, 0.0
+        total = max(self.s2 / self.n - mean * mean, 0.0)
+        spread = max(total - self.sv / self.n, 0.25 * total)
+        return mean, max(spread, (0.05 * mean) ** 2)
+
+
+def moments_of(x: ArrayLike, sampling_var: ArrayLike | None = None) -> Moments:
+    """Moment sums of member estimates ``x`` (shape (m,)) and their sampling variances."""
+    arr = np.asarray(x, dtype=np.float64)
+    sv = 0.0 if sampling_var is None else float(np.sum(np.asarray(sampling_var, dtype=np.float64)))
+    return Moments(float(arr.size), float(arr.sum()), float((arr * arr).sum()), sv)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStats:
+    """A group's moment sums for each of :data:`QUANTITIES`, and, for a host, its
+    pooled signal quality θ_h with the number of signal-bearing outcomes behind it."""
+
+    moments: tuple[Moments, Moments, Moments, Moments] = field(
+        default_factory=lambda: (Moments(), Moments(), Moments(), Moments())
+    )
+    pooled_theta: float = float("nan")
+    pooled_outcomes: float = 0.0
+
+    def __add__(self, other: GroupStats) -> GroupStats:
+        return GroupStats(
+            tuple(a + b for a, b in zip(self.moments, other.moments, strict=True)),  # type: ignore[arg-type]
+            float("nan"),
+            0.0,
+        )
+
+    def of(self, quantity: str) -> Moments:
+        """The moment sums of one of :data:`QUANTITIES`."""
+        return self.moments[QUANTITIES.index(quantity)]
+
+    def to_tuple(self) -> tuple[float, ...]:
+        """18 floats, as a store keeps them."""
+        out: list[float] = []
+        for mo in self.moments:
+            out += [mo.n, mo.s1, mo.s2, mo.sv]
+        return (*out, self.pooled_theta, self.pooled_outcomes)
+
+    @classmethod
+    def from_tuple(cls, values: Sequence[float] | None) -> GroupStats:
+        """Inverse of :meth:`to_tuple`; None or a malformed tuple gives empty stats."""
+        if values is None or len(values) != 18:
+            return cls()
+        mos = tuple(Moments(*values[4 * k : 4 * k + 4]) for k in range(4))
+        return cls(mos, float(values[16]), float(values[17]))  # type: ignore[arg-type]
+
+
+def shrink(
+    own: Moments, parent: GammaPrior, pseudo_members: float, min_shape: float = MIN_SHAPE
+) -> GammaPrior:
+    """A group's Gamma prior: its members' moments pooled with ``pseudo_members``
+    members drawn from ``parent``, moment-matched (shape = mean²/variance, kept
+    within [``min_shape``, MAX_SHAPE]).
+
+    With no members it is ``parent`` (shape clipped the same way).
+
+    Examples
+    --------
+    >>> p = shrink(Moments(), GammaPrior.from_mean(2.0, 4.0), 5.0)
+    >>> round(p.mean, 6), p.shape
+    (2.0, 4.0)
+    """
+    pm, ps = parent.mean, parent.shape
+    pvar = pm * pm / ps
+    stats = own.mean_var()
+    if stats is None:
+        mean, var = pm, pvar
+    else:
+        m, v = stats
+        w = own.n / (own.n + pseudo_members)
+        mean = w * m + (1 - w) * pm
+        second = w * (v + m * m) + (1 - w) * (pvar + pm * pm)
+        var = max(second - mean * mean, (0.05 * mean) ** 2)
+    shape = float(np.clip(mean * mean / var, min_shape, MAX_SHAPE))
+    return GammaPrior.from_mean(mean, shape)

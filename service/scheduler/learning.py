@@ -1,0 +1,334 @@
+"""Online parameter estimation in the service (MATH.md, "Estimating parameters").
+
+The stores keep each URL's bounded history (decayed click and signal counts, the
+last ``outcome_window`` crawl outcomes); this module turns it into parameters:
+
+- :func:`relearn` after every event batch: the touched URLs' estimates under
+  their priors; a URL whose parameters moved by more than ``relearn_tolerance``
+  gets them and a new threshold at its host's Λ_h, so its due time moves.
+- :func:`learn_pass`, in the background: host by host, the host's statistics
+  (its URLs' own estimates, the pooled signal quality θ_h) go to the store's
+  groups; at the end of a pass the label and global sums follow; each host's
+  URLs are re-estimated under the refreshed priors.
+- :func:`priors_of` builds a URL's priors: URL ← host ← label ← global, and the
+  values given at registration (unless ``fixed``: then those are the parameters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from scheduler_core.estimate.hierarchy import GammaPrior, GroupStats
+from scheduler_core.estimate.learn import (
+    Estimates,
+    History,
+    Prior4,
+    Priors,
+    estimate,
+    given_priors,
+    prior_chain,
+)
+from scheduler_core.estimate.members import members
+from scheduler_core.estimate.rates import decayed_count, decayed_exposure
+from service.errors import StoreUnavailable
+from service.scheduler.background import run_leading
+from service.scheduler.context import Context
+from service.scheduler.scoring import params_of, thresholds
+from service.settings import Settings
+from service.store.base import ScoredParams, UrlPrior, UrlState
+
+__all__ = [
+    "GLOBAL_KEY",
+    "Learned",
+    "history_of",
+    "host_key",
+    "label_key",
+    "empty_history",
+    "learn",
+    "learn_once",
+    "learn_pass",
+    "priors_of",
+    "relearn",
+    "flush_relearn",
+    "queue_relearn",
+    "root_priors",
+    "run_learner",
+    "run_relearner",
+]
+
+
+GLOBAL_KEY = "global"
+#: Batches of at least this many URLs are computed off the event loop (numpy and
+#: scipy release the GIL); smaller ones inline, where a thread hand-off costs more.
+_THREAD_MIN = 512
+
+T = TypeVar("T")
+
+
+async def _compute(size: int, fn: Callable[..., T], *args: Any) -> T:
+    if size >= _THREAD_MIN:
+        return await asyncio.to_thread(fn, *args)
+    return fn(*args)
+
+
+def host_key(host: str) -> str:
+    """The group key of a host's statistics."""
+    return f"host:{host}"
+
+
+def label_key(label: str) -> str:
+    """The group key of a label's statistics."""
+    return f"label:{label}"
+
+
+def root_priors(s: Settings) -> Prior4:
+    """The top of the hierarchy: the operator's defaults, weak (shape 0.5 for rates,
+    1.5 for α and θ).  γ's root mean is the default change rate (a source that
+    announces about every change); θ's is 1 (precision 0.63)."""
+    delta = max(s.default_change_rate, 1e-12)
+    return {
+        "weight": GammaPrior.from_mean(max(s.default_weight, 1e-12), 0.5),
+        "signal_rate": GammaPrior.from_mean(delta, 0.5),
+        "alpha": GammaPrior.from_mean(delta, 1.5),
+        "theta": GammaPrior.from_mean(1.0, 1.5),
+    }
+
+
+def history_of(states: Sequence[UrlState], now: float, decay_s: float) -> History:
+    """The estimators' view of stored URLs at ``now``."""
+    obs = [s.observations for s in states]
+    nan = math.nan
+    clicks = decayed_count(
+        [o.click_mass for o in obs], [nan if o.click_ref is None else o.click_ref for o in obs],
+        now, decay_s,
+    )  # fmt: skip
+    signals = decayed_count(
+        [o.signal_mass for o in obs], [nan if o.signal_ref is None else o.signal_ref for o in obs],
+        now, decay_s,
+    )  # fmt: skip
+    exposure = decayed_exposure([s.registered_at for s in states], now, decay_s)
+    return History.create(
+        clicks.tolist(), signals.tolist(), exposure.tolist(), [o.outcomes for o in obs]
+    )
+
+
+async def _groups(ctx: Context, keys: Sequence[str]) -> dict[str, GroupStats]:
+    unique = sorted(set(keys))
+    got = await ctx.store.get_groups(unique)
+    return {k: GroupStats.from_tuple(v) for k, v in zip(unique, got, strict=True)}
+
+
+async def priors_of(ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior]) -> list[Prior4]:
+    """Each URL's priors: its host's statistics ← its label's ← the global ones ←
+    the root, then the values given at registration (paper 003 §4.2)."""
+    s = ctx.settings
+    keys = [GLOBAL_KEY, *(host_key(h) for h in hosts)]
+    keys += [label_key(p.label) for p in given if p.label is not None]
+    groups = await _groups(ctx, keys)
+    root = root_priors(s)
+    out = []
+    chains: dict[tuple[str, str | None], Prior4] = {}
+    for host, p in zip(hosts, given, strict=True):
+        chain = chains.get((host, p.label))
+        if chain is None:
+            label = None if p.label is None else groups[label_key(p.label)]
+            chain = chains[host, p.label] = prior_chain(
+                root, groups[GLOBAL_KEY], label, groups[host_key(host)], s.prior_pseudo_urls
+            )
+        out.append(
+            given_priors(
+                chain,
+                weight=p.weight,
+                change_rate=p.change_rate,
+                recall=p.recall,
+                false_signal_rate=p.false_signal_rate,
+                strength=s.prior_strength,
+            )  # fmt: skip
+        )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """Estimates of stored URLs with the priors they came from."""
+
+    states: list[UrlState]
+    priors: list[Prior4]
+    estimates: Estimates
+
+
+def empty_history(m: int) -> History:
+    """The history of m URLs never observed."""
+    return History.create([0.0] * m, [0.0] * m, [0.0] * m, [()] * m)
+
+
+async def learn(ctx: Context, states: Sequence[UrlState], outcomes: bool = True) -> Learned:
+    """Estimate the (non-fixed) URLs ``states`` at the clock's now; without
+    ``outcomes`` only W and γ (α and θ stay as stored: clicks and signals bring no
+    crawl outcome)."""
+    learnable = [u for u in states if not u.prior.fixed]
+    priors = await priors_of(ctx, [u.host for u in learnable], [u.prior for u in learnable])
+    history = history_of(learnable, ctx.clock.now(), ctx.settings.estimate_decay_s)
+    known = None
+    if not outcomes and learnable:
+        p = params_of(learnable)
+        precision = np.minimum(p.precision, 1.0 - 1e-16)
+        known = (p.unsignalled_change_rate, -np.log1p(-precision))
+    est = await _compute(len(learnable), estimate, history, Priors.stack(priors), known)
+    return Learned(learnable, priors, est)
+
+
+def _moved(states: Sequence[UrlState], est: Estimates, tolerance: float) -> np.ndarray:
+    """True where any parameter moved by more than ``tolerance`` (relative; recall
+    in absolute terms)."""
+    p = est.params
+    old = np.array(
+        [(u.weight, u.change_rate, u.recall, u.false_signal_rate) for u in states]
+    ).reshape(-1, 4)
+    new = np.stack([p.weight, p.change_rate, p.recall, p.false_signal_rate], axis=1)
+    rel = np.abs(new - old) / np.maximum(np.maximum(np.abs(old), np.abs(new)), 1e-300)
+    rel[:, 2] = np.abs(new[:, 2] - old[:, 2])
+    return np.asarray((rel > tolerance).any(axis=1))
+
+
+async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
+    """Write the estimates that moved (all with ``force``) with thresholds at their
+    hosts' Λ_h; returns how many URLs were re-scored."""
+    states, est = learned.states, learned.estimates
+    if not states:
+        return 0
+    moved = np.ones(len(states), dtype=bool)
+    if not force:
+        moved = _moved(states, est, ctx.settings.relearn_tolerance)
+    idx = np.flatnonzero(moved)
+    if idx.size == 0:
+        return 0
+    hosts = [states[i].host for i in idx]
+    lam_of = await ctx.store.host_thresholds(sorted(set(hosts)))
+    lambdas = np.array([lam_of[h] for h in hosts])
+    params = est.params.take(idx)
+    thr = await _compute(int(idx.size), thresholds, params, lambdas, ctx.settings.value_terms)
+    beta = params.signal_time_equivalent
+    by_host: dict[str, dict[str, ScoredParams]] = defaultdict(dict)
+    for j, i in enumerate(idx):
+        by_host[states[i].host][states[i].url] = ScoredParams(
+            weight=float(params.weight[j]), change_rate=float(params.change_rate[j]),
+            recall=float(params.recall[j]), false_signal_rate=float(params.false_signal_rate[j]),
+            signal_time_equivalent_s=float(beta[j]), threshold_s=float(thr[j]),
+        )  # fmt: skip
+    await ctx.store.set_params_many([(h, items, lam_of[h]) for h, items in by_host.items()])
+    ctx.metrics.relearned.inc(int(idx.size))
+    return int(idx.size)
+
+
+async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> int:
+    """Re-estimate the named URLs from their stored history (W and γ only without
+    ``outcomes``); re-score those whose parameters moved.  Returns how many were
+    re-scored."""
+    if not urls:
+        return 0
+    states = [u for u in await ctx.store.get_urls(sorted(set(urls))) if u is not None]
+    return await apply(ctx, await learn(ctx, states, outcomes))
+
+
+async def flush_relearn(ctx: Context) -> int:
+    """Relearn every queued URL, in batches of ``rescore_batch``; returns URLs re-scored.
+
+    Events queue the URLs whose history they added to
+    (:class:`~service.scheduler.context.RelearnQueue`); batching them keeps the
+    numerics vectorised at high event rates.  If the store fails midway, the
+    URLs not yet done go back to the queue and the error propagates.
+    """
+    with_outcomes, without = ctx.relearn_queue.take()
+    step = ctx.settings.rescore_batch
+    n = 0
+    for urls, outcomes in ((with_outcomes, True), (without, False)):
+        for k in range(0, len(urls), step):
+            try:
+                n += await relearn(ctx, urls[k : k + step], outcomes)
+            except BaseException:
+                ctx.relearn_queue.add(urls[k:], outcomes)
+                if outcomes:
+                    ctx.relearn_queue.add(without, False)
+                raise
+    return n
+
+
+async def queue_relearn(ctx: Context, urls: Sequence[str], outcomes: bool) -> None:
+    """Queue ``urls`` for :func:`flush_relearn`; flush now when the queue is full
+    (``relearn_batch``).  The events are stored already: a store failure while
+    flushing leaves the URLs queued for the background task, it does not fail the
+    request."""
+    ctx.relearn_queue.add(urls, outcomes)
+    if len(ctx.relearn_queue) >= ctx.settings.relearn_batch:
+        try:
+            await flush_relearn(ctx)
+        except StoreUnavailable:
+            pass
+
+
+async def run_relearner(ctx: Context, stop: asyncio.Event | None = None) -> None:
+    """Flush the relearn queue every ``relearn_interval_s`` wall seconds (every API
+    process its own queue; a failed flush leaves the URLs queued)."""
+    interval = ctx.settings.relearn_interval_s
+    await run_leading(ctx, None, interval, flush_relearn, stop, name="relearning")
+
+
+async def learn_pass(ctx: Context) -> int:
+    """One background pass of the learner's cycle over the hosts: for up to
+    ``learn_batch`` URLs, host by host, refresh the host's statistics in the store
+    and re-estimate its URLs under them; when the cycle has seen every host,
+    publish the label and global sums and start over.  Returns URLs re-scored."""
+    s = ctx.settings
+    now = ctx.clock.now()
+    cycle = ctx.learn_cycle
+    if cycle.done:
+        hosts = [h.host for h in (await ctx.store.stats(now, 1 << 30)).top_hosts]
+        old_global = (await _groups(ctx, [GLOBAL_KEY]))[GLOBAL_KEY]
+        root = root_priors(s)
+        chained = prior_chain(root, old_global, None, GroupStats(), s.prior_pseudo_urls)["theta"]
+        cycle.start(hosts, GammaPrior.from_mean((chained.shape - 1.0) / chained.rate, 1.5))
+    assert cycle.theta_prior is not None
+    rescored = seen = 0
+    while not cycle.done and seen < s.learn_batch:
+        host = cycle.next_host()
+        states = await ctx.store.host_urls(host)
+        if not states:
+            continue
+        seen += len(states)
+        history = history_of(states, now, s.estimate_decay_s)
+        # off the event loop (a pass is background work), one host at a time
+        mem = await asyncio.to_thread(members, history, cycle.theta_prior, s.estimate_decay_s)
+        own = mem.stats()
+        await ctx.store.put_groups({host_key(host): own.to_tuple()})
+        cycle.total = cycle.total + own
+        names = np.array([u.prior.label or "" for u in states])
+        for label in set(names.tolist()) - {""}:
+            cycle.labels[label] = cycle.labels.get(label, GroupStats()) + mem.stats(names == label)
+        rescored += await apply(ctx, await learn(ctx, states))
+    if cycle.done:
+        # the sums: W, γ, α and θ over the URLs of every host (of each label)
+        groups = {label_key(k): v.to_tuple() for k, v in cycle.labels.items()}
+        groups[GLOBAL_KEY] = cycle.total.to_tuple()
+        await ctx.store.put_groups(groups)
+    return rescored
+
+
+async def learn_once(ctx: Context) -> int:
+    """:func:`learn_pass`, counted in the metrics."""
+    n = await learn_pass(ctx)
+    ctx.metrics.learn_passes.inc()
+    return n
+
+
+async def run_learner(ctx: Context, stop: asyncio.Event | None = None) -> None:
+    """A :func:`learn_pass` every ``learn_interval_s`` wall seconds (one process of
+    several: the ``learner`` role's holder)."""
+    await run_leading(ctx, "learner", ctx.settings.learn_interval_s, learn_once, stop)
