@@ -32,9 +32,7 @@ def test_loadgen_keeps_a_small_world_fresh(params: str) -> None:
 
     async def drive(base_url: str) -> dict[str, float]:
         async with CrawlschedClient(base_url) as client:
-            options = LoadgenOptions(
-                workers=2, progress=False, signal_optimum=False, params=params
-            )
+            options = LoadgenOptions(workers=2, progress=False, signal_optimum=False, params=params)
             report = await run_loadgen(world, client, options)
             health = await client.healthz()
         assert health["status"] == "ok"
