@@ -30,7 +30,7 @@ from service.store.base import (
 )
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
-from service.store.redis.records import est_size
+from service.store.redis.records import est_bytes, est_size
 
 pytestmark = pytest.mark.anyio
 T0 = 1_000_000.0
@@ -198,7 +198,9 @@ async def test_memory_per_url_is_bounded(store: Store) -> None:
         key = ShardKeys(shard_of(host, store.shards)).est(host)
         blob = await store.client.hget(key, url_key(URL, host))
         label_bytes = len("chaussures-été".encode())
-        assert len(blob or b"") == est_size(label_bytes, WINDOW) == 67 + label_bytes + 6 * WINDOW
+        assert len(blob or b"") == est_bytes(prior, clicks=False, signals=False, outcomes=WINDOW)
+        assert len(blob or b"") == 1 + 2 + label_bytes + 6 * WINDOW
+        assert len(blob or b"") < est_size(label_bytes, WINDOW) == 67 + label_bytes + 6 * WINDOW
 
 
 # -- priors ----------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from service.store.base import (
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import SCORED, URL, est_size
+from service.store.redis.records import SCORED, URL, est_bytes, est_size
 from service.store.redis.scripts import Call
 
 pytestmark = pytest.mark.anyio
@@ -194,8 +194,8 @@ async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
     call = Call(
         "set_params",
         keys.all,
-        ("a.example", repr(2.5), repr(1e6), "/p", SCORED.pack(3.0, 0.5, 0.25, 0.125, 0.0, 40.0),
-         "/gone", SCORED.pack(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)),
+        (repr(1e6), "a.example", repr(2.5), "/p /gone",
+         SCORED.pack(3.0, 0.5, 0.25, 0.125, 0.0, 40.0) + SCORED.pack(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)),
     )  # fmt: skip
     with redis.Redis(port=server.port) as raw:
         host_before = raw.hget(keys.hosts, "a.example")
@@ -224,13 +224,44 @@ async def test_estimator_state_layout(server: LocalRedis, store: RedisStore) -> 
     with redis.Redis(port=server.port) as raw:
         blob = raw.hget(_est_key(store, "a.example"), "/p") or b""
     label = "été".encode()
-    assert len(blob) == est_size(len(label), 1) == 67 + len(label) + 6
-    head = struct.unpack_from("<8dBH", blob)
-    assert head[:4] == (1.0, T0 + 1.0, 1.0, T0 + 2.0)
-    assert head[4] == 1e-4 and math.isnan(head[5]) and head[6] == 0.5 and math.isnan(head[7])
-    assert head[8:] == (0b11, len(label))  # fixed, labelled; label bytes
-    assert blob[67 : 67 + len(label)] == label
-    assert struct.unpack_from("<fH", blob, 67 + len(label)) == (-500.25, 1)  # changed: < 0
+    assert len(blob) == est_bytes(prior, clicks=True, signals=True, outcomes=1)
+    assert len(blob) == 1 + 4 * 8 + 2 * 8 + 2 + len(label) + 6 < est_size(len(label), 1)
+    # flags: clicks 1, signals 2, fixed 4, labelled 8, W 16, recall 64 (Δ and ν not given)
+    head = struct.unpack_from("<B4d2dH", blob)
+    assert head[0] == 1 | 2 | 4 | 8 | 16 | 64
+    assert head[1:5] == (1.0, T0 + 1.0, 1.0, T0 + 2.0)
+    assert head[5:] == (1e-4, 0.5, len(label))
+    at = struct.calcsize("<B4d2dH")
+    assert blob[at : at + len(label)] == label
+    assert struct.unpack_from("<fH", blob, at + len(label)) == (-500.25, 1)  # changed: < 0
+    assert len(blob) == at + len(label) + 6
+
+
+async def test_estimator_state_is_written_only_when_it_holds_something(
+    server: LocalRedis, store: RedisStore
+) -> None:
+    """A bare registration writes no estimator state; the first event, outcome or given
+    value does, with just what it needs; a bare re-registration of a URL without history
+    deletes it."""
+    url, key = "https://a.example/p", "/p"
+    with redis.Redis(port=server.port) as raw:
+        await store.upsert_urls([rec(url)], T0)
+        assert not raw.hexists(_est_key(store, "a.example"), key)
+        given = UrlPrior(weight=1e-5, change_rate=2e-6)
+        await store.upsert_urls([rec(url, prior=given)], T0)
+        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        assert blob == struct.pack("<B2d", 16 | 32, 1e-5, 2e-6)  # 17 bytes
+        await store.upsert_urls([rec(url)], T0)
+        assert not raw.hexists(_est_key(store, "a.example"), key)
+        await store.record_signals([SignalEvent(url, T0 + 2.0)], 0.0, DECAY_S)
+        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        assert blob == struct.pack("<B2d", 2, 1.0, T0 + 2.0)
+        await store.upsert_urls([rec(url, prior=UrlPrior(label=""))], T0)
+        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        assert blob == struct.pack("<B2dH", 2 | 8, 1.0, T0 + 2.0, 0)  # an empty label
+    (s,) = await store.get_urls([url])
+    assert s is not None and s.prior == UrlPrior(label="")
+    assert s.observations == Observations(signal_mass=1.0, signal_ref=T0 + 2.0)
 
 
 async def test_urls_without_estimator_state_read_as_empty(
@@ -255,7 +286,11 @@ async def test_urls_without_estimator_state_read_as_empty(
 
 
 async def test_removal_deletes_the_estimator_state(server: LocalRedis, store: RedisStore) -> None:
-    await store.upsert_urls([rec("https://a.example/p"), rec("https://a.example/q")], T0)
+    labelled = UrlPrior(label="x")
+    await store.upsert_urls(
+        [rec("https://a.example/p", prior=labelled), rec("https://a.example/q", prior=labelled)],
+        T0,
+    )
     assert await store.remove_urls(["https://a.example/p"]) == 1
     with redis.Redis(port=server.port) as raw:
         assert raw.hkeys(_est_key(store, "a.example")) == [b"/q"]

@@ -1,10 +1,10 @@
 """The packed records the scripts keep (layouts as in ``lua/lib.lua``) and lease ids.
 
-Per URL the store keeps two records under the URL's key: the 124-byte ``URL`` record
-in ``urls:<host>`` (what dispatch reads) and its estimator state ``EST`` in
-``est:<host>``: the prior registration gave, the decayed click and signal counts and
-the last crawl outcomes (MATH.md, "Estimating parameters"), at most
-``est_size(L, window)`` = 67 + L + 6·window bytes for a label of L bytes.
+Per URL the store keeps the 124-byte ``URL`` record in ``urls:<host>`` (what dispatch
+reads) and, once it has any, its estimator state in ``est:<host>`` under the same key:
+the prior registration gave, the decayed click and signal counts and the last crawl
+outcomes (MATH.md, "Estimating parameters"), only the parts present (``EST_*`` flags),
+at most ``est_size(L, window)`` = 67 + L + 6·window bytes for a label of L bytes.
 """
 
 from __future__ import annotations
@@ -18,14 +18,18 @@ from service.store.base import HostState, Observations, Outcome, UrlPrior, UrlSt
 from service.store.redis.keys import expand_url
 
 __all__ = [
-    "EST",
+    "EST_CLICKS",
+    "EST_FIXED",
+    "EST_GIVEN",
+    "EST_LABELLED",
+    "EST_SIGNALS",
     "HOST",
     "MAX_LABEL_BYTES",
     "OUTCOME",
     "PARAMS",
-    "PRIOR",
     "SCORED",
     "URL",
+    "est_bytes",
     "est_size",
     "format_lease_id",
     "host_log_mean",
@@ -48,44 +52,86 @@ PARAMS = struct.Struct("<9d")
 #: Parameters of one URL as ``set_params.lua`` takes them: W, Δ, recall, ν, β, ι.
 SCORED = struct.Struct("<6d")
 
-#: Estimator state header, 67 bytes: click mass, click ref (Unix s; NaN = none), signal
-#: mass, signal ref, then the prior: W (1/s), Δ (1/s), recall, ν (1/s) (NaN = not
-#: given), flags (``_FIXED``, ``_LABELLED``), the label's length L in bytes.  The label
-#: (UTF-8) follows, then the outcomes, oldest first.
-EST = struct.Struct("<8dBH")
-#: The prior part of ``EST`` (its last 35 bytes; the label follows), as ``upsert.lua``
-#: takes it.
-PRIOR = struct.Struct("<4dBH")
+#: Estimator state (MATH.md, "Estimating parameters"), variable length: only what a URL
+#: has is stored, and a URL with nothing (no label, no given value, not fixed, no event,
+#: no outcome) has no state at all (a missing field reads as the defaults).  One byte of
+#: ``EST_*`` flags, then, when present and in this order: the click count (decayed mass,
+#: reference Unix s: two doubles), the signal count (the same), the values given at
+#: registration W (1/s), Δ (1/s), recall, ν (1/s) (a double each), the label's length L
+#: (uint16) and the label (UTF-8), then the crawl outcomes, oldest first (``OUTCOME``).
+#: At most ``est_size(L, window)`` = 67 + L + 6·window bytes; 17 for a URL registered
+#: with W and Δ only.
+EST_CLICKS, EST_SIGNALS, EST_FIXED, EST_LABELLED = 1, 2, 4, 8
+#: Flags of the given W, Δ, recall and ν, in this order.
+EST_GIVEN = (16, 32, 64, 128)
 #: One crawl outcome: τ s as a 32-bit float, negative when the copy had changed; n,
 #: the signals counted in that interval (capped at 65535).
 OUTCOME = struct.Struct("<fH")
 #: Longest label the state can hold, bytes (UTF-8).
 MAX_LABEL_BYTES = 65_535
-_FIXED, _LABELLED = 1, 2
 
 
 def _opt(x: float) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _nan(x: float | None) -> float:
-    return math.nan if x is None else x
+def _head_struct(flags: int) -> struct.Struct:
+    """The fixed part of a state with these flags: flags, counts, given values, L."""
+    fmt = "<B" + "dd" * (flags & EST_CLICKS) + "dd" * ((flags & EST_SIGNALS) >> 1)
+    fmt += "".join("d" for bit in EST_GIVEN if flags & bit)
+    return struct.Struct(fmt + ("H" if flags & EST_LABELLED else ""))
+
+
+#: The fixed part of the state, by its flags byte.
+_HEADS = tuple(_head_struct(f) for f in range(256))
+
+
+def _given(x: float | None) -> bool:
+    return x is not None and not math.isnan(x)
 
 
 def est_size(label_bytes: int, window: int) -> int:
-    """Bytes of a URL's estimator state with a label of ``label_bytes`` and a full
-    window of ``window`` outcomes: its bound.
+    """Bytes of a URL's estimator state with every field present, a label of
+    ``label_bytes`` and a full window of ``window`` outcomes: its bound.
 
     Examples
     --------
     >>> est_size(0, 64)
     451
     """
-    return EST.size + label_bytes + OUTCOME.size * window
+    return _HEADS[255].size + label_bytes + OUTCOME.size * window
+
+
+def est_bytes(prior: UrlPrior, *, clicks: bool, signals: bool, outcomes: int) -> int:
+    """Bytes of a URL's estimator state holding ``prior``, a click count if ``clicks``,
+    a signal count if ``signals`` and ``outcomes`` outcomes; 0 when there is nothing to
+    hold (no state is written).
+
+    Examples
+    --------
+    >>> est_bytes(UrlPrior(weight=1e-5, change_rate=1e-6), clicks=False, signals=False,
+    ...           outcomes=0)
+    17
+    >>> est_bytes(UrlPrior(), clicks=False, signals=False, outcomes=0)
+    0
+    """
+    flags = _prior_flags(prior) | (EST_CLICKS if clicks else 0) | (EST_SIGNALS if signals else 0)
+    label = 0 if prior.label is None else len(prior.label.encode())
+    if not flags and not outcomes:
+        return 0
+    return _HEADS[flags].size + label + OUTCOME.size * outcomes
+
+
+def _prior_flags(prior: UrlPrior) -> int:
+    values = (prior.weight, prior.change_rate, prior.recall, prior.false_signal_rate)
+    flags = (EST_FIXED if prior.fixed else 0) | (0 if prior.label is None else EST_LABELLED)
+    return flags | sum(bit for bit, x in zip(EST_GIVEN, values, strict=True) if _given(x))
 
 
 def pack_prior(prior: UrlPrior) -> bytes:
-    """The prior as ``upsert.lua`` takes it: ``PRIOR`` and the label.
+    """The prior as ``upsert.lua`` takes it: the flags byte (prior flags only), the given
+    values, the label's length and the label (the layout of ``EST`` without counts and
+    outcomes).
 
     Raises
     ------
@@ -95,31 +141,51 @@ def pack_prior(prior: UrlPrior) -> bytes:
     label = b"" if prior.label is None else prior.label.encode()
     if len(label) > MAX_LABEL_BYTES:
         raise ValueError(f"`label` must be at most {MAX_LABEL_BYTES} bytes in UTF-8")
-    flags = (_FIXED if prior.fixed else 0) | (0 if prior.label is None else _LABELLED)
+    flags = _prior_flags(prior)
     values = (prior.weight, prior.change_rate, prior.recall, prior.false_signal_rate)
-    return PRIOR.pack(*map(_nan, values), flags, len(label)) + label
+    given = [x for x in values if _given(x)]
+    if prior.label is not None:
+        given.append(len(label))
+    return _HEADS[flags].pack(flags, *given) + label
+
+
+_NO_STATE = (UrlPrior(), Observations())
 
 
 def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
     """A URL's prior and observations from its estimator state (none: the defaults)."""
     if not blob:
-        return UrlPrior(), Observations()
-    (click_mass, click_ref, signal_mass, signal_ref, w, delta, recall, nu,
-     flags, size) = EST.unpack_from(blob)  # fmt: skip
-    start = EST.size + size
-    prior = UrlPrior(
-        label=blob[EST.size : start].decode() if flags & _LABELLED else None,
-        weight=_opt(w), change_rate=_opt(delta), recall=_opt(recall),
-        false_signal_rate=_opt(nu), fixed=bool(flags & _FIXED),
-    )  # fmt: skip
+        return _NO_STATE
+    flags = blob[0]
+    head = _HEADS[flags]
+    values = head.unpack_from(blob)
+    k = 1
+    click_mass, click_ref, signal_mass, signal_ref = 0.0, None, 0.0, None
+    if flags & EST_CLICKS:
+        click_mass, click_ref = values[1], values[2]
+        k = 3
+    if flags & EST_SIGNALS:
+        signal_mass, signal_ref = values[k], values[k + 1]
+        k += 2
+    given: list[float | None] = []
+    for bit in EST_GIVEN:
+        if flags & bit:
+            given.append(values[k])
+            k += 1
+        else:
+            given.append(None)
+    start = head.size
+    label = None
+    if flags & EST_LABELLED:
+        start += values[k]
+        label = blob[head.size : start].decode()
+    w, delta, recall, nu = given
+    prior = UrlPrior(label, w, delta, recall, nu, fixed=bool(flags & EST_FIXED))
     outcomes: tuple[Outcome, ...] = tuple(
         (abs(tau), n, math.copysign(1.0, tau) < 0)
         for tau, n in OUTCOME.iter_unpack(memoryview(blob)[start:])
     )
-    observations = Observations(
-        click_mass, _opt(click_ref), signal_mass, _opt(signal_ref), outcomes
-    )
-    return prior, observations
+    return prior, Observations(click_mass, click_ref, signal_mass, signal_ref, outcomes)
 
 
 def pack_group(values: Sequence[float]) -> bytes:

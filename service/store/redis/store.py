@@ -334,15 +334,17 @@ class RedisStore:
     # -- reads ---------------------------------------------------------------------------------
     @_unavailable
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
-        answers = await self._per_url("get", urls, (), ())
-        out: list[UrlState | None] = []
-        for url, (shard, answer) in zip(urls, answers, strict=True):
-            if answer is None:
-                out.append(None)
-                continue
-            host = host_of(url)
-            blob, est = answer
-            out.append(unpack_url(blob, host, url_key(url, host), shard, est=est))
+        groups = self._by_shard(urls)
+        calls = [
+            self._call("get", shard, [" ".join(f"{host} {ukey}" for _, host, ukey in items)])
+            for shard, items in groups.items()
+        ]
+        out: list[UrlState | None] = [None] * len(urls)
+        for (shard, items), flat in zip(groups.items(), await self._run(calls), strict=True):
+            for k, (i, host, ukey) in enumerate(items):
+                blob = flat[2 * k]
+                if blob is not None:
+                    out[i] = unpack_url(blob, host, ukey, shard, est=flat[2 * k + 1])
         return out
 
     @_unavailable
@@ -398,20 +400,26 @@ class RedisStore:
     async def set_params_many(
         self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
     ) -> None:
-        calls = []
+        by_shard: dict[int, list[Any]] = defaultdict(list)
         for host, params, scored_lambda in updates:
-            args: list[Any] = [host, repr(scored_lambda), self._cap]
+            keys, packed = [], []
             for url, p in params.items():
                 if host_of(url) == host:
-                    packed = SCORED.pack(
-                        p.weight, p.change_rate, p.recall, p.false_signal_rate,
-                        p.signal_time_equivalent_s, p.threshold_s,
+                    keys.append(url_key(url, host))
+                    packed.append(
+                        SCORED.pack(
+                            p.weight, p.change_rate, p.recall, p.false_signal_rate,
+                            p.signal_time_equivalent_s, p.threshold_s,
+                        )
                     )  # fmt: skip
-                    args += (url_key(url, host), packed)
-            if len(args) > 3:
-                calls.append(self._call("set_params", self._shard(host), args))
+            if keys:
+                args = (host, repr(scored_lambda), " ".join(keys), b"".join(packed))
+                by_shard[self._shard(host)] += args
+        calls = [
+            self._call("set_params", shard, [self._cap, *args]) for shard, args in by_shard.items()
+        ]
         if calls:
-            await self._run(calls)  # one pipeline (per node) for every host
+            await self._run(calls)  # one call per shard, one pipeline (per node)
 
     @_unavailable
     async def set_thresholds(

@@ -20,7 +20,7 @@ for host, ukey, t in string.gmatch(ARGV[2], '(%S+) (%S+) (%S+)') do
       string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
       .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
       .. string.sub(rec, URL_CLICKS_AT + 4))
-    est_add_event(host, ukey, EST_CLICKS_AT, t, decay)
+    est_add_event(host, ukey, EST_CLICKS, t, decay)
     out[#out + 1] = 0
   end
 end

@@ -1,21 +1,23 @@
 -- Snapshots of URLs of one shard (read only).
 -- KEYS: the shard keys (lib.lua).
--- ARGV: per URL: host, url key.
--- Returns per URL false (unknown) or {packed record, followed for a leased URL by the
--- lease deadline (packed double) and nonce; packed estimator state (EST) or false}.
+-- ARGV[1]: the URLs, "host url-key" each, separated by spaces (none of them holds
+-- white space).
+-- Returns per URL two items: its packed record, followed for a leased URL by the lease
+-- deadline (packed double) and nonce, or false (unknown URL); its packed estimator
+-- state (lib.lua) or false (none: the defaults).
 local out = {}
-for i = 1, #ARGV, 2 do
-  local host, ukey = ARGV[i], ARGV[i + 1]
+for host, ukey in string.gmatch(ARGV[1], '(%S+) (%S+)') do
   local s = redis.call('HGET', K_URLS .. host, ukey)
+  local e = false
   if s then
     local seq = struct.unpack('<I4', s, URL_LEASE_AT)
     if seq ~= 0 then
       local l = get_lease(seq)
       s = s .. struct.pack('<d', l.deadline) .. l.nonce
     end
-    out[#out + 1] = {s, redis.call('HGET', K_EST .. host, ukey)}
-  else
-    out[#out + 1] = false
+    e = redis.call('HGET', K_EST .. host, ukey)
   end
+  out[#out + 1] = s
+  out[#out + 1] = e
 end
 return out

@@ -65,33 +65,50 @@ local function put_url(host, ukey, u)
   redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
 end
 
--- Estimator state of a URL (service/store/redis/records.py EST; MATH.md "Estimating
--- parameters"), kept apart so that the 124-byte URL record stays as it is:
---   header '<ddddddddBH', 67 bytes: click mass, click ref (Unix s; NaN = no click yet),
---     signal mass, signal ref (Unix s; NaN = none), then the prior registration gave:
---     W (1/s), Δ (1/s), recall, ν (1/s) (NaN = not given), flags (bit 0: fixed, bit 1:
---     a label was given), L = the label's length in bytes;
---   the label, L bytes (UTF-8);
+-- Estimator state of a URL (service/store/redis/records.py; MATH.md "Estimating
+-- parameters"), kept apart so that the 124-byte URL record stays as it is, and only
+-- what the URL has: a URL with no label, no given value, not fixed, no event and no
+-- outcome has no state at all (a missing field reads as all defaults).
+--   flags, 1 byte: 1 click count, 2 signal count, 4 fixed, 8 a label was given, 16 W,
+--     32 Δ, 64 recall, 128 ν given at registration;
+--   then, when flagged and in this order: the click count (decayed mass, reference Unix s:
+--     '<dd'), the signal count ('<dd'), W (1/s), Δ (1/s), recall, ν (1/s) ('<d' each),
+--     the label's length L ('<H') and the label (L bytes, UTF-8);
 --   the crawl outcomes, oldest first, '<fH' each (6 bytes): τ s since the previous fetch
 --     as a 32-bit float, stored negative when the copy had changed; n, the signals
 --     counted in that interval (capped at 65535).
 -- At most 67 + L + 6·window bytes per URL: settle.lua keeps the last `window` outcomes.
--- A decayed count holds Σ exp(−(ref − t_k)/T) at ref, the latest event time.
-local EST_HEAD = 67
-local EST_CLICKS_AT, EST_SIGNALS_AT, EST_PRIOR_AT, EST_LABEL_LEN_AT = 1, 17, 33, 66
+-- The flags of the prior (4 .. 128) are those of its multiples of 4: flags % 4 are the
+-- counts'.  A decayed count holds Σ exp(−(ref − t_k)/T) at ref, the latest event time.
+local EST_CLICKS, EST_SIGNALS = 1, 2
 local OUTCOME, OUTCOME_SIZE, MAX_OUTCOME_N = '<fH', 6, 65535
-local NO_EVENTS = struct.pack('<dddd', 0, NAN, 0, NAN)
-local NO_PRIOR = struct.pack('<ddddBH', NAN, NAN, NAN, NAN, 0, 0)
--- The state of a URL; a URL written before the state existed starts from none.
+-- The state of a URL ('' = none).
 local function get_est(host, ukey)
-  return redis.call('HGET', K_EST .. host, ukey) or (NO_EVENTS .. NO_PRIOR)
+  return redis.call('HGET', K_EST .. host, ukey) or ''
 end
+-- Store a state; one that holds nothing (flags 0, no outcome) is deleted.
 local function put_est(host, ukey, e)
-  redis.call('HSET', K_EST .. host, ukey, e)
+  if e == '' or e == '\0' then
+    redis.call('HDEL', K_EST .. host, ukey)
+  else
+    redis.call('HSET', K_EST .. host, ukey, e)
+  end
 end
--- Byte position (1-based) of the first outcome.
+local function has(flags, bit) return math.floor(flags / bit) % 2 == 1 end
+-- Byte position (1-based) of the first given value of a state with these flags.
+local function est_prior_at(flags)
+  return 2 + 16 * (flags % 2) + 16 * (math.floor(flags / 2) % 2)
+end
+-- Byte position (1-based) of the first outcome of a state ('' has none: 2).
 local function est_outcomes_at(e)
-  return EST_HEAD + struct.unpack('<H', e, EST_LABEL_LEN_AT) + 1
+  if e == '' then return 2 end
+  local flags = string.byte(e, 1)
+  local at = est_prior_at(flags)
+  for _, bit in ipairs({16, 32, 64, 128}) do
+    if has(flags, bit) then at = at + 8 end
+  end
+  if has(flags, 8) then at = at + 2 + struct.unpack('<H', e, at) end
+  return at
 end
 -- Fold one event at `t` (Unix s) into a decayed count (mass, ref), time constant
 -- `decay` s: exactly scheduler_core/estimate/rates.py add_event (an event older than
@@ -101,13 +118,23 @@ local function add_event(mass, ref, t, decay)
   if t >= ref then return mass * math.exp(-(t - ref) / decay) + 1.0, t end
   return mass + math.exp(-(ref - t) / decay), ref
 end
--- Fold an event into the click (at = EST_CLICKS_AT) or signal (EST_SIGNALS_AT) count.
-local function est_add_event(host, ukey, at, t, decay)
+-- Fold an event into the click (which = EST_CLICKS) or signal (EST_SIGNALS) count.
+local function est_add_event(host, ukey, which, t, decay)
   local e = get_est(host, ukey)
-  local mass, ref = struct.unpack('<dd', e, at)
+  if e == '' then e = '\0' end
+  local flags = string.byte(e, 1)
+  local at = 2  -- where the count is (or goes)
+  if which == EST_SIGNALS and has(flags, EST_CLICKS) then at = 18 end
+  local mass, ref, rest = 0, NAN, at
+  if has(flags, which) then
+    mass, ref = struct.unpack('<dd', e, at)
+    rest = at + 16
+  else
+    flags = flags + which
+  end
   mass, ref = add_event(mass, ref, t, decay)
-  put_est(host, ukey, string.sub(e, 1, at - 1) .. struct.pack('<dd', mass, ref)
-    .. string.sub(e, at + 16))
+  put_est(host, ukey, string.char(flags) .. string.sub(e, 2, at - 1)
+    .. struct.pack('<dd', mass, ref) .. string.sub(e, rest))
 end
 
 -- Host record: crawl delay (s), gate (Unix s), log-mean estimate (NaN = none),

@@ -1,20 +1,29 @@
--- Store new parameters and ι of URLs of one host, scored for Λ; re-derive due times.
--- The host's own scored Λ is left as it is; unknown URLs are skipped.
+-- Store new parameters and ι of URLs of one shard, host by host, each host's URLs
+-- scored for its Λ; re-derive due times.  The hosts' own scored Λ are left as they
+-- are; unknown URLs are skipped.
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] host; ARGV[2] Λ scored; ARGV[3] revisit cap, s; then per URL: url key, 6
--- packed doubles (W 1/s, Δ 1/s, recall, ν 1/s, β s, ι s).
+-- ARGV[1] revisit cap, s; then per host: host, Λ scored, its URL keys separated by
+-- spaces (none holds white space), and their parameters in the same order, 6 packed
+-- doubles each (W 1/s, Δ 1/s, recall, ν 1/s, β s, ι s), concatenated.
 -- Returns how many URLs were known.
-local host, slam, cap = ARGV[1], num(ARGV[2]), num(ARGV[3])
+local cap = num(ARGV[1])
 local n = 0
-for i = 4, #ARGV, 2 do
-  local u = get_url(host, ARGV[i])
-  if u then
-    u.w, u.delta, u.recall, u.nu, u.beta, u.thr = struct.unpack('<dddddd', ARGV[i + 1])
-    u.slam = slam
-    move(host, ARGV[i], u, due_time(u, cap))
-    put_url(host, ARGV[i], u)
-    n = n + 1
+local touched = {}
+for i = 2, #ARGV, 4 do
+  local host, slam, params = ARGV[i], num(ARGV[i + 1]), ARGV[i + 3]
+  local at = 1
+  for ukey in string.gmatch(ARGV[i + 2], '%S+') do
+    local u = get_url(host, ukey)
+    if u then
+      u.w, u.delta, u.recall, u.nu, u.beta, u.thr = struct.unpack('<dddddd', params, at)
+      u.slam = slam
+      move(host, ukey, u, due_time(u, cap))
+      put_url(host, ukey, u)
+      touched[host] = true
+      n = n + 1
+    end
+    at = at + 48
   end
 end
-if n > 0 then refresh_all({[host] = true}) end
+refresh_all(touched)
 return n

@@ -18,6 +18,7 @@ local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; act
 local function add_outcome(host, ukey, tau, n, changed)
   local e = get_est(host, ukey)
   local at = est_outcomes_at(e)
+  if e == '' then e = '\0' end
   if changed then tau = -tau end
   e = e .. struct.pack(OUTCOME, tau, math.min(n, MAX_OUTCOME_N))
   local excess = (#e - at + 1) / OUTCOME_SIZE - math.max(window, 0)

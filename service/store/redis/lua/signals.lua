@@ -16,7 +16,7 @@ for host, ukey, t in string.gmatch(ARGV[4], '(%S+) (%S+) (%S+)') do
     out[#out + 1] = 1
   else
     u.signals = u.signals + 1
-    est_add_event(host, ukey, EST_SIGNALS_AT, t, decay)
+    est_add_event(host, ukey, EST_SIGNALS, t, decay)
     if not isnan(u.last) and t <= u.last + discard then
       out[#out + 1] = 2
     else

@@ -3,9 +3,11 @@
 -- ARGV[1] now, Unix s; ARGV[2] revisit cap, s; ARGV[3] default crawl delay, s;
 -- then per URL: host, url key, and one string: 9 packed doubles (W 1/s, Δ 1/s, recall,
 -- ν 1/s, β s, ι s, Λ scored, known last crawl Unix s or NaN, crawl delay s or NaN)
--- followed by the prior as the estimator state holds it (bytes 33.. of EST in lib.lua:
--- W, Δ, recall, ν or NaN, flags, label length, label).  The prior replaces the stored
--- one; the decayed counts and outcomes of a known URL are kept.
+-- followed by the prior as the estimator state holds it (lib.lua): a flags byte with
+-- the prior's flags only (fixed, labelled, which of W, Δ, recall, ν were given), the
+-- given values, the label's length and the label.  The prior replaces the stored one;
+-- the decayed counts and outcomes of a known URL are kept; a URL with neither prior nor
+-- history gets no estimator state.
 -- Returns per URL 1 (new) or 0 (updated).
 local now, cap, default_delay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
@@ -23,12 +25,17 @@ for i = 4, #ARGV, 3 do
   if not isnan(delay) then h.delay = delay end
   hosts[host] = h
   local u = get_url(host, ukey)
-  local e = u and redis.call('HGET', K_EST .. host, ukey)
-  if e then
-    put_est(host, ukey,
-      string.sub(e, 1, EST_PRIOR_AT - 1) .. prior .. string.sub(e, est_outcomes_at(e)))
-  else
-    put_est(host, ukey, NO_EVENTS .. prior)
+  -- the new prior between the stored counts and outcomes (a new URL has none)
+  local e = u and get_est(host, ukey) or ''
+  local flags, events, outcomes = string.byte(prior, 1), '', ''
+  if e ~= '' then
+    local old = string.byte(e, 1)
+    flags = flags + old % 4
+    events = string.sub(e, 2, est_prior_at(old) - 1)
+    outcomes = string.sub(e, est_outcomes_at(e))
+  end
+  if e ~= '' or flags ~= 0 then
+    put_est(host, ukey, string.char(flags) .. events .. string.sub(prior, 2) .. outcomes)
   end
   if u then
     out[#out + 1] = 0
