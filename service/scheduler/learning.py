@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import struct
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from scheduler_core.estimate.rates import decayed_count, decayed_exposure
 from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
+from service.scheduler.priors import stack_priors
 from service.scheduler.scoring import params_of, thresholds
 from service.settings import Settings
 from service.store.base import ScoredParams, UrlPrior, UrlState
@@ -125,34 +127,88 @@ async def _groups(ctx: Context, keys: Sequence[str]) -> dict[str, GroupStats]:
     return {k: GroupStats.from_tuple(v) for k, v in zip(unique, got, strict=True)}
 
 
+#: Prior chains by what they are computed from (:func:`_chain`); cleared when full.
+_CHAINS: dict[bytes, Prior4] = {}
+_CHAINS_MAX = 65_536
+
+
+def _packed(values: Sequence[float] | None) -> bytes:
+    """Group statistics as a cache key (NaN-safe: compared as bytes)."""
+    return b"N" if values is None else struct.pack(f"<{len(values)}d", *values)
+
+
+def _chain(
+    root: Prior4,
+    root_key: bytes,
+    pseudo_urls: float,
+    global_stats: tuple[float, ...] | None,
+    label_stats: tuple[float, ...] | None,
+    host_stats: tuple[float, ...] | None,
+    *,
+    labelled: bool,
+) -> Prior4:
+    """:func:`prior_chain` of the groups' stored statistics (``label_stats`` only when
+    ``labelled``), memoised: it is a pure function of them, and many URLs share a host
+    (all hosts without statistics share one chain).  The result is shared: not to be
+    changed."""
+    label_part = b"L" + _packed(label_stats) if labelled else b"-"
+    key = b"|".join(
+        (root_key, struct.pack("<d", pseudo_urls), _packed(global_stats), label_part,
+         _packed(host_stats))
+    )  # fmt: skip
+    chain = _CHAINS.get(key)
+    if chain is None:
+        if len(_CHAINS) >= _CHAINS_MAX:
+            _CHAINS.clear()
+        label = GroupStats.from_tuple(label_stats) if labelled else None
+        chain = _CHAINS[key] = prior_chain(
+            root, GroupStats.from_tuple(global_stats), label, GroupStats.from_tuple(host_stats),
+            pseudo_urls,
+        )  # fmt: skip
+    return chain
+
+
+async def _chains_of(
+    ctx: Context, hosts: Sequence[str], labels: Sequence[str | None]
+) -> list[Prior4]:
+    """Each URL's prior chain: its host's statistics ← its label's ← the global ones ←
+    the root (one object per host and label)."""
+    s = ctx.settings
+    keys = [GLOBAL_KEY, *(host_key(h) for h in hosts)]
+    keys += [label_key(x) for x in labels if x is not None]
+    unique = sorted(set(keys))
+    groups = dict(zip(unique, await ctx.store.get_groups(unique), strict=True))
+    root = root_priors(s)
+    root_key = struct.pack("<8d", *(x for q in root.values() for x in (q.shape, q.rate)))
+    out = []
+    chains: dict[tuple[str, str | None], Prior4] = {}
+    for host, label in zip(hosts, labels, strict=True):
+        chain = chains.get((host, label))
+        if chain is None:
+            stats = None if label is None else groups[label_key(label)]
+            chain = chains[host, label] = _chain(
+                root, root_key, s.prior_pseudo_urls, groups[GLOBAL_KEY], stats,
+                groups[host_key(host)], labelled=label is not None,
+            )  # fmt: skip
+        out.append(chain)
+    return out
+
+
 async def priors_of(ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior]) -> list[Prior4]:
     """Each URL's priors: its host's statistics ← its label's ← the global ones ←
     the root, then the values given at registration (paper 003 §4.2)."""
-    s = ctx.settings
-    keys = [GLOBAL_KEY, *(host_key(h) for h in hosts)]
-    keys += [label_key(p.label) for p in given if p.label is not None]
-    groups = await _groups(ctx, keys)
-    root = root_priors(s)
-    out = []
-    chains: dict[tuple[str, str | None], Prior4] = {}
-    for host, p in zip(hosts, given, strict=True):
-        chain = chains.get((host, p.label))
-        if chain is None:
-            label = None if p.label is None else groups[label_key(p.label)]
-            chain = chains[host, p.label] = prior_chain(
-                root, groups[GLOBAL_KEY], label, groups[host_key(host)], s.prior_pseudo_urls
-            )
-        out.append(
-            given_priors(
-                chain,
-                weight=p.weight,
-                change_rate=p.change_rate,
-                recall=p.recall,
-                false_signal_rate=p.false_signal_rate,
-                strength=s.prior_strength,
-            )  # fmt: skip
-        )
-    return out
+    chains = await _chains_of(ctx, hosts, [p.label for p in given])
+    return [
+        given_priors(
+            chain,
+            weight=p.weight,
+            change_rate=p.change_rate,
+            recall=p.recall,
+            false_signal_rate=p.false_signal_rate,
+            strength=ctx.settings.prior_strength,
+        )  # fmt: skip
+        for chain, p in zip(chains, given, strict=True)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +216,7 @@ class Learned:
     """Estimates of stored URLs with the priors they came from."""
 
     states: list[UrlState]
-    priors: list[Prior4]
+    priors: Priors
     estimates: Estimates
 
 
@@ -174,14 +230,16 @@ async def learn(ctx: Context, states: Sequence[UrlState], outcomes: bool = True)
     ``outcomes`` only W and γ (α and θ stay as stored: clicks and signals bring no
     crawl outcome)."""
     learnable = [u for u in states if not u.prior.fixed]
-    priors = await priors_of(ctx, [u.host for u in learnable], [u.prior for u in learnable])
+    given = [u.prior for u in learnable]
+    chains = await _chains_of(ctx, [u.host for u in learnable], [p.label for p in given])
+    priors = stack_priors(chains, given, ctx.settings.prior_strength)  # = priors_of's
     history = history_of(learnable, ctx.clock.now(), ctx.settings.estimate_decay_s)
     known = None
     if not outcomes and learnable:
         p = params_of(learnable)
         precision = np.minimum(p.precision, 1.0 - 1e-16)
         known = (p.unsignalled_change_rate, -np.log1p(-precision))
-    est = await _compute(len(learnable), estimate, history, Priors.stack(priors), known)
+    est = await _compute(len(learnable), estimate, history, priors, known)
     return Learned(learnable, priors, est)
 
 
@@ -215,14 +273,14 @@ async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
     lambdas = np.array([lam_of[h] for h in hosts])
     params = est.params.take(idx)
     thr = await _compute(int(idx.size), thresholds, params, lambdas, ctx.settings.value_terms)
-    beta = params.signal_time_equivalent
+    columns = (
+        params.weight, params.change_rate, params.recall, params.false_signal_rate,
+        params.signal_time_equivalent, thr,
+    )  # fmt: skip
+    rows = zip(*(np.asarray(c, dtype=np.float64).tolist() for c in columns), strict=True)
     by_host: dict[str, dict[str, ScoredParams]] = defaultdict(dict)
-    for j, i in enumerate(idx):
-        by_host[states[i].host][states[i].url] = ScoredParams(
-            weight=float(params.weight[j]), change_rate=float(params.change_rate[j]),
-            recall=float(params.recall[j]), false_signal_rate=float(params.false_signal_rate[j]),
-            signal_time_equivalent_s=float(beta[j]), threshold_s=float(thr[j]),
-        )  # fmt: skip
+    for i, row in zip(idx.tolist(), rows, strict=True):
+        by_host[states[i].host][states[i].url] = ScoredParams(*row)
     await ctx.store.set_params_many([(h, items, lam_of[h]) for h, items in by_host.items()])
     ctx.metrics.relearned.inc(int(idx.size))
     return int(idx.size)

@@ -187,20 +187,30 @@ def _est_key(store: RedisStore, host: str) -> str:
 
 async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
     """``set_params.lua`` called directly: the record's parameters, Λ and due time, the
-    host queue; the host's scored Λ untouched; a second call changes nothing."""
-    await store.upsert_urls([rec("https://a.example/p"), rec("https://a.example/q")], T0)
+    host queue; the host's scored Λ untouched; a second call changes nothing.  One call
+    carries the URLs of several hosts of its shard, each host with its own Λ."""
     shard = shard_of("a.example", store.shards)
+    other = next(
+        h for h in (f"b{k}.example" for k in range(100)) if shard_of(h, store.shards) == shard
+    )
+    await store.upsert_urls(
+        [rec("https://a.example/p"), rec("https://a.example/q"), rec(f"https://{other}/r")], T0
+    )
     keys = ShardKeys(shard)
     call = Call(
         "set_params",
         keys.all,
-        (repr(1e6), "a.example", repr(2.5), "/p /gone",
-         SCORED.pack(3.0, 0.5, 0.25, 0.125, 0.0, 40.0) + SCORED.pack(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)),
+        (repr(1e6), f"a.example {2.5!r} 2 /p /gone {other} 4.5 1 /r",
+         SCORED.pack(3.0, 0.5, 0.25, 0.125, 0.0, 40.0) + SCORED.pack(1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+         + SCORED.pack(1.0, 2.0, 0.0, 0.0, 0.0, 60.0)),
     )  # fmt: skip
     with redis.Redis(port=server.port) as raw:
         host_before = raw.hget(keys.hosts, "a.example")
         for _ in range(2):
-            assert await store._scripts.run(store.client, [call]) == [1]  # one known URL
+            assert await store._scripts.run(store.client, [call]) == [2]  # two known URLs
+            record = raw.hget(keys.urls(other), "/r") or b""
+            assert URL.unpack(record)[:7] == (1.0, 2.0, 0.0, 0.0, 0.0, 60.0, 4.5)
+            assert raw.zscore(keys.queue(other), "/r") == T0 + 60.0
             record = raw.hget(keys.urls("a.example"), "/p") or b""
             w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack(record)[:12]
             assert (w, delta, recall, nu, beta, thr, slam, due) == (

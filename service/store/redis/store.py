@@ -400,23 +400,25 @@ class RedisStore:
     async def set_params_many(
         self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
     ) -> None:
-        by_shard: dict[int, list[Any]] = defaultdict(list)
+        words: dict[int, list[str]] = defaultdict(list)
+        packed: dict[int, list[bytes]] = defaultdict(list)
         for host, params, scored_lambda in updates:
-            keys, packed = [], []
-            for url, p in params.items():
-                if host_of(url) == host:
-                    keys.append(url_key(url, host))
-                    packed.append(
-                        SCORED.pack(
-                            p.weight, p.change_rate, p.recall, p.false_signal_rate,
-                            p.signal_time_equivalent_s, p.threshold_s,
-                        )
-                    )  # fmt: skip
-            if keys:
-                args = (host, repr(scored_lambda), " ".join(keys), b"".join(packed))
-                by_shard[self._shard(host)] += args
+            keys = [url_key(url, host) for url in params if host_of(url) == host]
+            if not keys:
+                continue
+            shard = self._shard(host)
+            words[shard] += (host, repr(scored_lambda), str(len(keys)), *keys)
+            packed[shard] += (
+                SCORED.pack(
+                    p.weight, p.change_rate, p.recall, p.false_signal_rate,
+                    p.signal_time_equivalent_s, p.threshold_s,
+                )
+                for url, p in params.items()
+                if host_of(url) == host
+            )  # fmt: skip
         calls = [
-            self._call("set_params", shard, [self._cap, *args]) for shard, args in by_shard.items()
+            self._call("set_params", shard, (self._cap, " ".join(w), b"".join(packed[shard])))
+            for shard, w in words.items()
         ]
         if calls:
             await self._run(calls)  # one call per shard, one pipeline (per node)

@@ -2,17 +2,19 @@
 -- scored for its Λ; re-derive due times.  The hosts' own scored Λ are left as they
 -- are; unknown URLs are skipped.
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] revisit cap, s; then per host: host, Λ scored, its URL keys separated by
--- spaces (none holds white space), and their parameters in the same order, 6 packed
--- doubles each (W 1/s, Δ 1/s, recall, ν 1/s, β s, ι s), concatenated.
+-- ARGV[1] revisit cap, s; ARGV[2] per host "host Λ-scored k url-key-1 ... url-key-k",
+-- all separated by spaces (none of them holds white space); ARGV[3] the URLs'
+-- parameters in the same order, 6 packed doubles each (W 1/s, Δ 1/s, recall, ν 1/s,
+-- β s, ι s), concatenated.
 -- Returns how many URLs were known.
-local cap = num(ARGV[1])
-local n = 0
+local cap, params = num(ARGV[1]), ARGV[3]
+local words = string.gmatch(ARGV[2], '%S+')
+local n, at = 0, 1
 local touched = {}
-for i = 2, #ARGV, 4 do
-  local host, slam, params = ARGV[i], num(ARGV[i + 1]), ARGV[i + 3]
-  local at = 1
-  for ukey in string.gmatch(ARGV[i + 2], '%S+') do
+for host in words do
+  local slam, k = num(words()), num(words())
+  for _ = 1, k do
+    local ukey = words()
     local u = get_url(host, ukey)
     if u then
       u.w, u.delta, u.recall, u.nu, u.beta, u.thr = struct.unpack('<dddddd', params, at)

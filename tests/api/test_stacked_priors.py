@@ -1,0 +1,151 @@
+"""``stack_priors`` (the relearn path's column-wise priors) is ``given_priors`` per URL,
+bit for bit, and the memoised prior chains are ``prior_chain``'s."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from scheduler_core.errors import ParameterError
+from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats, Moments
+from scheduler_core.estimate.learn import Prior4, Priors, given_priors, prior_chain
+from service.scheduler.learning import _chain, root_priors
+from service.scheduler.priors import stack_priors
+from service.settings import Settings
+from service.store.base import UrlPrior
+
+DAY_S = 86_400.0
+
+
+def _random_chain(rng: random.Random) -> Prior4:
+    def prior(mean: float, low_shape: float) -> GammaPrior:
+        return GammaPrior.from_mean(mean, rng.uniform(low_shape, 20.0))
+
+    return {
+        "weight": prior(rng.uniform(0.01, 3.0) / DAY_S, 0.5),
+        "signal_rate": prior(rng.uniform(0.01, 2.0) / DAY_S, 0.5),
+        "alpha": prior(rng.uniform(0.01, 1.0) / DAY_S, 1.01),
+        "theta": prior(rng.uniform(0.05, 5.0), 1.01),
+    }
+
+
+def _random_given(rng: random.Random) -> UrlPrior:
+    def maybe(draw: float) -> float | None:
+        roll = rng.random()
+        return None if roll < 0.4 else (0.0 if roll < 0.5 else draw)
+
+    return UrlPrior(
+        label=None,
+        weight=maybe(rng.uniform(0.0, 2.0) / DAY_S),
+        change_rate=maybe(rng.uniform(0.0, 1.0) / DAY_S),
+        recall=maybe(rng.choice([rng.random(), 1.0])),
+        false_signal_rate=maybe(rng.uniform(0.0, 0.6) / DAY_S),
+    )
+
+
+def _reference(chains: list[Prior4], given: list[UrlPrior], strength: float) -> Priors:
+    return Priors.stack(
+        [
+            given_priors(
+                c,
+                weight=p.weight,
+                change_rate=p.change_rate,
+                recall=p.recall,
+                false_signal_rate=p.false_signal_rate,
+                strength=strength,
+            )  # fmt: skip
+            for c, p in zip(chains, given, strict=True)
+        ]
+    )
+
+
+def _assert_identical(got: Priors, want: Priors) -> None:
+    for q in QUANTITIES:
+        assert got.shape[q].tobytes() == want.shape[q].tobytes(), q
+        assert got.rate[q].tobytes() == want.rate[q].tobytes(), q
+
+
+@pytest.mark.parametrize("strength", [0.5, 2.0, 7.0])
+def test_stack_priors_is_given_priors_bit_for_bit(strength: float) -> None:
+    rng = random.Random(int(strength * 10))
+    pool = [_random_chain(rng) for _ in range(40)]
+    chains = [rng.choice(pool) for _ in range(3_000)]
+    given = [_random_given(rng) for _ in chains]
+    given[0] = UrlPrior()  # nothing given: the chain itself
+    given[1] = UrlPrior(weight=1e-5)  # W only
+    given[2] = UrlPrior(weight=1e-5, change_rate=2e-6)  # as the benchmark registers
+    given[3] = UrlPrior(change_rate=2e-6, recall=1.0, false_signal_rate=0.0)  # γp only
+    _assert_identical(stack_priors(chains, given, strength), _reference(chains, given, strength))
+
+
+def test_stack_priors_with_the_service_chains() -> None:
+    s = Settings()
+    root = root_priors(s)
+    stats = GroupStats(
+        (Moments(12, 12e-5, 2e-9, 1e-10), Moments(12, 6e-5, 5e-10, 1e-10),
+         Moments(12, 5e-5, 4e-10, 1e-10), Moments(12, 9.0, 9.0, 1.0)),
+        0.8, 40.0,
+    )  # fmt: skip
+    chains = [prior_chain(root, GroupStats(), None, GroupStats(), 5.0)]
+    chains.append(prior_chain(root, stats, stats, stats, 5.0))
+    rng = random.Random(3)
+    picks = [chains[rng.randrange(2)] for _ in range(500)]
+    given = [_random_given(rng) for _ in picks]
+    _assert_identical(stack_priors(picks, given, 2.0), _reference(picks, given, 2.0))
+    assert stack_priors([], [], 2.0).shape["weight"].shape == (0,)
+
+
+def test_stack_priors_fails_where_given_priors_does() -> None:
+    chain = _random_chain(random.Random(1))
+    bad = UrlPrior(weight=math.inf)
+    with pytest.raises(ParameterError):
+        given_priors(chain, weight=math.inf, change_rate=None, recall=None,
+                     false_signal_rate=None, strength=2.0)  # fmt: skip
+    with pytest.raises(ParameterError):
+        stack_priors([chain, chain], [UrlPrior(weight=1e-5), bad], 2.0)
+    # a given change rate whose γ overflows, and a NaN (the memory store keeps it)
+    odd = [
+        UrlPrior(change_rate=1e308, recall=0.5, false_signal_rate=1e308),
+        UrlPrior(recall=math.nan),
+    ]
+    for p in odd:
+        try:
+            want: Priors | None = _reference([chain], [p], 2.0)
+        except ParameterError:
+            want = None
+        if want is None:
+            with pytest.raises(ParameterError):
+                stack_priors([chain], [p], 2.0)
+        else:
+            got = stack_priors([chain], [p], 2.0)
+            for q in QUANTITIES:
+                assert np.array_equal(got.shape[q], want.shape[q], equal_nan=True)
+                assert np.array_equal(got.rate[q], want.rate[q], equal_nan=True)
+
+
+def test_memoised_chains_are_prior_chain() -> None:
+    s = Settings()
+    root = root_priors(s)
+    key = b"root"
+    stats = (1.0, 2e-5, 5e-10, 1e-11) * 4 + (math.nan, 0.0)
+    other = (3.0, 9e-5, 4e-9, 1e-10) * 4 + (0.7, 12.0)
+    for glob, label, host, labelled in [
+        (None, None, None, False),
+        (stats, None, None, True),  # a label without statistics differs from no label
+        (stats, other, stats, True),
+        (other, None, stats, False),
+    ]:
+        want = prior_chain(
+            root, GroupStats.from_tuple(glob),
+            GroupStats.from_tuple(label) if labelled else None,
+            GroupStats.from_tuple(host), s.prior_pseudo_urls,
+        )  # fmt: skip
+        for _ in range(2):  # computed, then from the memo (NaN-safe keys)
+            got = _chain(root, key, s.prior_pseudo_urls, glob, label, host, labelled=labelled)
+            assert got == want
+    unlabelled = _chain(root, key, 5.0, stats, None, None, labelled=False)
+    assert unlabelled is _chain(root, key, 5.0, stats, None, None, labelled=False)
+    assert unlabelled is not _chain(root, key, 5.0, stats, None, None, labelled=True)  # own key
