@@ -181,10 +181,14 @@ def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
         label = blob[head.size : start].decode()
     w, delta, recall, nu = given
     prior = UrlPrior(label, w, delta, recall, nu, fixed=bool(flags & EST_FIXED))
-    outcomes: tuple[Outcome, ...] = tuple(
-        (abs(tau), n, math.copysign(1.0, tau) < 0)
-        for tau, n in OUTCOME.iter_unpack(memoryview(blob)[start:])
-    )
+    outcomes: tuple[Outcome, ...] = ()
+    if start < len(blob):
+        outcomes = tuple(
+            [
+                (abs(tau), n, math.copysign(1.0, tau) < 0)
+                for tau, n in OUTCOME.iter_unpack(memoryview(blob)[start:])
+            ]
+        )
     return prior, Observations(click_mass, click_ref, signal_mass, signal_ref, outcomes)
 
 
