@@ -72,12 +72,23 @@ class HttpPool:
         self._all: list[HttpConnection] = []
 
     async def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
-        """:meth:`HttpConnection.request` on an idle (or new) connection."""
+        """:meth:`HttpConnection.request` on an idle (or new) connection.  An idle
+        connection the server has closed meanwhile (uvicorn drops keep-alive connections
+        idle for 5 s; a burst can leave some that long in the pool) answers nothing: the
+        request goes again on a new connection (the server never saw it)."""
         if self._idle:
             conn = self._idle.pop()
-        else:
-            conn = await HttpConnection.open(self._base)
-            self._all.append(conn)
+            try:
+                answer = await conn.request(method, path, body)
+            except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
+                if getattr(exc, "partial", b""):
+                    raise
+                await conn.close()
+                return await self.request(method, path, body)
+            self._idle.append(conn)
+            return answer
+        conn = await HttpConnection.open(self._base)
+        self._all.append(conn)
         answer = await conn.request(method, path, body)
         self._idle.append(conn)
         return answer

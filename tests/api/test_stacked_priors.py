@@ -11,11 +11,25 @@ import pytest
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats, Moments
-from scheduler_core.estimate.learn import Prior4, Priors, given_priors, prior_chain
-from service.scheduler.learning import _chain, root_priors
+from scheduler_core.estimate.learn import Prior4, Priors, estimate, given_priors, prior_chain
+from service.clock import ManualClock
+from service.metrics import Metrics
+from service.scheduler.context import Context
+from service.scheduler.events import ingest_clicks, ingest_signals
+from service.scheduler.learning import (
+    _chain,
+    history_of,
+    learn,
+    learn_pass,
+    priors_of,
+    root_priors,
+)
 from service.scheduler.priors import stack_priors
+from service.scheduler.registry import register
+from service.schemas import ClickIn, SignalIn, UrlIn
 from service.settings import Settings
 from service.store.base import UrlPrior
+from service.store.memory import MemoryStore
 
 DAY_S = 86_400.0
 
@@ -149,3 +163,52 @@ def test_memoised_chains_are_prior_chain() -> None:
     unlabelled = _chain(root, key, 5.0, stats, None, None, labelled=False)
     assert unlabelled is _chain(root, key, 5.0, stats, None, None, labelled=False)
     assert unlabelled is not _chain(root, key, 5.0, stats, None, None, labelled=True)  # own key
+
+
+@pytest.mark.anyio
+async def test_learn_is_the_per_url_composition(
+    app_store: MemoryStore, clock: ManualClock, settings: Settings
+) -> None:
+    """``learn`` (memoised chains, stacked priors) estimates exactly what ``priors_of``
+    (``given_priors`` per URL), ``Priors.stack`` and ``estimate`` give, on URLs with
+    and without labels, given values, history and host statistics."""
+    ctx = Context(app_store, clock, settings, Metrics())
+    rng = random.Random(7)
+    urls = [f"https://h{k % 7}.example/p/{k}" for k in range(300)]
+    items = []
+    for k, url in enumerate(urls):
+        given = _random_given(rng)
+        items.append(
+            UrlIn(
+                url=url,
+                weight=given.weight,
+                change_rate=given.change_rate,
+                recall=given.recall,
+                false_signal_rate=given.false_signal_rate,
+                label=rng.choice([None, "shoes", "hats"]),
+                fixed=k % 50 == 0,
+            )  # fmt: skip
+        )
+    await register(ctx, items)
+    t = clock.now()
+    for k in range(600):
+        url = rng.choice(urls)
+        if k % 2:
+            await ingest_clicks(ctx, [ClickIn(url=url, time=t)])
+        else:
+            await ingest_signals(ctx, [SignalIn(url=url, time=t)])
+        clock.advance(60.0)
+        t = clock.now()
+    await learn_pass(ctx)  # host, label and global statistics
+    clock.advance(3_600.0)
+    states = [s for s in await app_store.get_urls(urls) if s is not None]
+    got = await learn(ctx, states)
+    learnable = [s for s in states if not s.prior.fixed]
+    want_priors = Priors.stack(
+        await priors_of(ctx, [s.host for s in learnable], [s.prior for s in learnable])
+    )
+    _assert_identical(got.priors, want_priors)
+    history = history_of(learnable, clock.now(), settings.estimate_decay_s)
+    want = estimate(history, want_priors)
+    for name in ("weight", "signal_rate", "alpha", "theta"):
+        assert getattr(got.estimates, name).tobytes() == getattr(want, name).tobytes(), name

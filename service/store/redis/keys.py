@@ -47,7 +47,7 @@ class ShardKeys:
 
     def est(self, host: str) -> str:
         """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
-        crawl outcomes; ``records.EST``)."""
+        crawl outcomes; ``records.EST_*``); a URL with none of these has no field."""
         return f"{self.tag}est:{host}"
 
 

@@ -130,8 +130,8 @@ def _prior_flags(prior: UrlPrior) -> int:
 
 def pack_prior(prior: UrlPrior) -> bytes:
     """The prior as ``upsert.lua`` takes it: the flags byte (prior flags only), the given
-    values, the label's length and the label (the layout of ``EST`` without counts and
-    outcomes).
+    values, the label's length and the label (the estimator state's layout without counts
+    and outcomes).
 
     Raises
     ------

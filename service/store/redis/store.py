@@ -4,10 +4,10 @@ Data model (ARCHITECTURE.md, "Storage"; key names in :mod:`.keys`): per shard a 
 of host records, a zset of hosts by readiness, the leases (hash, zset by deadline,
 history); per host a zset of its unleased URLs by due time, a hash of their packed
 records, and a hash of their estimator state (prior, decayed click and signal counts,
-last crawl outcomes; ``records.EST``).  A batch touching several shards sends one
-script call per shard, in one pipeline.  The service keeps no state of its own, so API
-processes replicate freely; λ₀ lives in Redis and is folded in by a script (no lost
-updates).
+last crawl outcomes: only what a URL has, ``records.EST_*``).  A batch touching several
+shards sends one script call per shard, in one pipeline.  The service keeps no state of
+its own, so API processes replicate freely; λ₀ lives in Redis and is folded in by a
+script (no lost updates).
 """
 
 from __future__ import annotations

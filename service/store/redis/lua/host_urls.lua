@@ -1,7 +1,7 @@
 -- Every URL of one host (read only).
 -- KEYS: the shard keys (lib.lua).  ARGV[1] host.
 -- Returns {url key, record (+ lease as in get.lua), url key, record, ...},
---         {url key, estimator state (EST), ...}.
+--         {url key, estimator state (lib.lua), ...} (URLs without one are not listed).
 local host = ARGV[1]
 local all = redis.call('HGETALL', K_URLS .. host)
 for i = 1, #all, 2 do

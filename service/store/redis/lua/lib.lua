@@ -11,7 +11,8 @@
 --   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix s
 --   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> packed URL record
 --   KEYS[9]  est:        prefix of "est:<host>",   hash url key -> packed estimator state
---                        (EST layout below), keyed like urls:<host>
+--                        (layout below), keyed like urls:<host>; a URL with
+--                        nothing to keep there has no field
 -- The per-host keys are found while the script runs (which host is ready is the
 -- script's own answer), so they are passed as prefixes; they share the shard's
 -- hash tag and therefore the declared keys' slot.

@@ -2,7 +2,7 @@
 -- resets τ (late signals after the fetch count once); a failed fetch keeps the copy and
 -- comes back after the retry delay.  A refreshed copy whose `changed` is known, fetched
 -- after a known previous fetch, appends its outcome (τ, n, changed) to the URL's
--- estimator state (EST in lib.lua), which keeps the last `window` outcomes.
+-- estimator state (lib.lua), which keeps the last `window` outcomes.
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
 -- history kept; ARGV[5] outcomes kept per URL (window); ARGV[6] the results, "host
