@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -127,9 +127,10 @@ async def _groups(ctx: Context, keys: Sequence[str]) -> dict[str, GroupStats]:
     return {k: GroupStats.from_tuple(v) for k, v in zip(unique, got, strict=True)}
 
 
-#: Prior chains by what they are computed from (:func:`_chain`); cleared when full.
-_CHAINS: dict[bytes, Prior4] = {}
-_CHAINS_MAX = 65_536
+#: Prior chains by what they are computed from (:func:`_chain`), least recently used
+#: first; at most ``_CHAINS_MAX`` (~1 kB each).
+_CHAINS: OrderedDict[bytes, Prior4] = OrderedDict()
+_CHAINS_MAX = 16_384
 
 
 def _packed(values: Sequence[float] | None) -> bytes:
@@ -157,14 +158,16 @@ def _chain(
          _packed(host_stats))
     )  # fmt: skip
     chain = _CHAINS.get(key)
-    if chain is None:
-        if len(_CHAINS) >= _CHAINS_MAX:
-            _CHAINS.clear()
-        label = GroupStats.from_tuple(label_stats) if labelled else None
-        chain = _CHAINS[key] = prior_chain(
-            root, GroupStats.from_tuple(global_stats), label, GroupStats.from_tuple(host_stats),
-            pseudo_urls,
-        )  # fmt: skip
+    if chain is not None:
+        _CHAINS.move_to_end(key)
+        return chain
+    label = GroupStats.from_tuple(label_stats) if labelled else None
+    chain = _CHAINS[key] = prior_chain(
+        root, GroupStats.from_tuple(global_stats), label, GroupStats.from_tuple(host_stats),
+        pseudo_urls,
+    )  # fmt: skip
+    if len(_CHAINS) > _CHAINS_MAX:
+        _CHAINS.popitem(last=False)
     return chain
 
 

@@ -14,6 +14,7 @@ from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats
 from scheduler_core.estimate.learn import Prior4, Priors, estimate, given_priors, prior_chain
 from service.clock import ManualClock
 from service.metrics import Metrics
+from service.scheduler import learning
 from service.scheduler.context import Context
 from service.scheduler.events import ingest_clicks, ingest_signals
 from service.scheduler.learning import (
@@ -212,3 +213,20 @@ async def test_learn_is_the_per_url_composition(
     want = estimate(history, want_priors)
     for name in ("weight", "signal_rate", "alpha", "theta"):
         assert getattr(got.estimates, name).tobytes() == getattr(want, name).tobytes(), name
+
+
+def test_the_chain_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(learning, "_CHAINS", learning.OrderedDict())
+    monkeypatch.setattr(learning, "_CHAINS_MAX", 3)
+    root = root_priors(Settings())
+    hosts = [(float(k), 1e-5, 1e-10, 0.0) * 4 + (math.nan, 0.0) for k in range(1, 6)]
+    first = _chain(root, b"r", 5.0, None, None, hosts[0], labelled=False)
+    for host in hosts[1:3]:
+        _chain(root, b"r", 5.0, None, None, host, labelled=False)
+    assert _chain(root, b"r", 5.0, None, None, hosts[0], labelled=False) is first  # used again
+    for host in hosts[3:]:
+        _chain(root, b"r", 5.0, None, None, host, labelled=False)
+    assert len(learning._CHAINS) == 3
+    assert _chain(root, b"r", 5.0, None, None, hosts[0], labelled=False) is first  # kept
+    again = _chain(root, b"r", 5.0, None, None, hosts[1], labelled=False)  # evicted: new
+    assert again == prior_chain(root, GroupStats(), None, GroupStats.from_tuple(hosts[1]), 5.0)
