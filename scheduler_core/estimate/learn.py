@@ -38,6 +38,7 @@ __all__ = [
     "Priors",
     "estimate",
     "given_priors",
+    "given_priors_many",
     "prior_chain",
     "to_params",
 ]
@@ -138,6 +139,17 @@ class Priors:
 
     def mean(self, quantity: str) -> FloatArray:
         return self.shape[quantity] / self.rate[quantity]
+
+    def take(self, index: NDArray[np.int64]) -> Priors:
+        """The URLs (rows) selected by ``index``."""
+        return Priors(
+            {q: v[index] for q, v in self.shape.items()},
+            {q: v[index] for q, v in self.rate.items()},
+        )
+
+    def row(self, i: int) -> Prior4:
+        """URL i's priors as :class:`GammaPrior` objects."""
+        return {q: GammaPrior(float(self.shape[q][i]), float(self.rate[q][i])) for q in QUANTITIES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,40 +280,93 @@ def given_priors(
     false_signal_rate: float | None,
     strength: float,
 ) -> Prior4:
-    """Priors where the operator gave values at registration: each given value sets
-    the mean of the quantities it bears on, with shape ``strength``; the rest comes
-    from ``chain``.
+    """One URL's :func:`given_priors_many`: priors where the operator gave values at
+    registration (None: not given), the rest from ``chain``.
 
-    The missing ones of (Δ, recall, ν) are read off the chain's means (Δ = α + γp,
-    recall = γp/Δ, ν = γ(1 − p)); then γ = recall·Δ + ν, α = (1 − recall)Δ,
-    θ = −ln(ν/γ).
+    Raises
+    ------
+    ParameterError
+        As :func:`given_priors_many`.
     """
-    if weight is None and change_rate is None and recall is None and false_signal_rate is None:
-        return chain
-    out = dict(chain)
-    if weight is not None and weight > 0:
-        out["weight"] = GammaPrior.from_mean(weight, strength)
-    if change_rate is None and recall is None and false_signal_rate is None:
-        return out
-    gm = chain["signal_rate"].mean
-    tm = (chain["theta"].shape - 1.0) / chain["theta"].rate  # θ and α: MAP, at the mode
-    # α's estimate without data is its prior's mode (prior_chain put it at the groups'
-    # mean; the prior's own mean lies a factor shape/(shape − 1) above)
-    am = (chain["alpha"].shape - 1.0) / chain["alpha"].rate
-    p = -math.expm1(-tm)
-    delta = am + gm * p if change_rate is None else change_rate
-    r = (gm * p / (am + gm * p)) if recall is None else recall
-    nu = gm * (1 - p) if false_signal_rate is None else false_signal_rate
-    gamma = r * delta + nu
-    alpha = (1 - r) * delta
-    shape = max(strength, 1.5)
-    if alpha > 0:
-        out["alpha"] = GammaPrior.from_mean(alpha, shape).with_mode_at_mean()
-    if gamma > 0:
-        out["signal_rate"] = GammaPrior.from_mean(gamma, strength)
-        theta = -math.log(nu / gamma) if nu > 0 else 20.0
-        if theta > 0:
-            out["theta"] = GammaPrior.from_mean(
-                theta, max(URL_THETA_SHAPE, shape)
-            ).with_mode_at_mean()
-    return out
+    w, d, r, n = (
+        np.array([math.nan if v is None else v], dtype=np.float64)
+        for v in (weight, change_rate, recall, false_signal_rate)
+    )
+    return given_priors_many(Priors.stack([chain]), w, d, r, n, strength).row(0)
+
+
+def given_priors_many(
+    chains: Priors,
+    weight: FloatArray,
+    change_rate: FloatArray,
+    recall: FloatArray,
+    false_signal_rate: FloatArray,
+    strength: float,
+) -> Priors:
+    """Priors of m URLs where the operator gave values at registration: each given
+    value sets the mean of the quantities it bears on, with shape ``strength``; the
+    rest comes from the URL's chain (:func:`prior_chain`).
+
+    The missing ones of (Δ, recall, ν) are read off the chain's (MAP) values
+    (Δ = α + γp, recall = γp/Δ, ν = γ(1 − p)); then γ = recall·Δ + ν,
+    α = (1 − recall)Δ, θ = −ln(ν/γ) (20 where ν = 0); α's and θ's priors have
+    their modes there (MAP estimates), W's and γ's their means.  A value that gives
+    no positive W, α, γ or θ leaves that prior to the chain.
+
+    Parameters
+    ----------
+    chains : Priors
+        The URLs' chains, (m,) arrays.
+    weight, change_rate, recall, false_signal_rate : (m,) arrays
+        Given W (1/s), Δ (1/s), recall and ν (1/s); NaN where not given.
+    strength : float
+        Gamma shape of a given value's prior (> 0).
+
+    Returns
+    -------
+    Priors
+
+    Raises
+    ------
+    ParameterError
+        On an infinite given value or ``strength`` not positive and finite.
+
+    References
+    ----------
+    MATH.md, "Estimating parameters"; paper 003 §4.2.
+    """
+    if not 0 < strength < math.inf:
+        raise ParameterError("`strength` must be positive and finite")
+    given = np.stack([np.asarray(v, dtype=np.float64) for v in
+                      (weight, change_rate, recall, false_signal_rate)])  # fmt: skip
+    if np.isinf(given).any():
+        raise ParameterError("given values must be finite")
+    shape = {q: chains.shape[q].copy() for q in QUANTITIES}
+    rate = {q: chains.rate[q].copy() for q in QUANTITIES}
+    has = ~np.isnan(given)
+    w, d, r, n = given
+    sel = has[0] & (w > 0)
+    shape["weight"][sel], rate["weight"][sel] = strength, strength / w[sel]
+    gm = chains.mean("signal_rate")
+    p = -np.expm1(-(chains.shape["theta"] - 1.0) / chains.rate["theta"])
+    am = (chains.shape["alpha"] - 1.0) / chains.rate["alpha"]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        delta = np.where(has[1], d, am + gm * p)
+        rec = np.where(has[2], r, gm * p / (am + gm * p))
+        nu = np.where(has[3], n, gm * (1.0 - p))
+        gamma = rec * delta + nu
+        alpha = (1.0 - rec) * delta
+        theta = np.where(nu > 0, -np.log(nu / gamma), 20.0)
+    rows = has[1:].any(axis=0)
+    big = max(strength, 1.5)
+    set_alpha = rows & (alpha > 0) & np.isfinite(alpha)
+    shape["alpha"][set_alpha] = big
+    rate["alpha"][set_alpha] = (big - 1.0) / alpha[set_alpha]
+    set_gamma = rows & (gamma > 0) & np.isfinite(gamma)
+    shape["signal_rate"][set_gamma] = strength
+    rate["signal_rate"][set_gamma] = strength / gamma[set_gamma]
+    set_theta = set_gamma & (theta > 0) & np.isfinite(theta)
+    ts = max(URL_THETA_SHAPE, big)
+    shape["theta"][set_theta] = ts
+    rate["theta"][set_theta] = (ts - 1.0) / theta[set_theta]
+    return Priors(shape, rate)

@@ -33,7 +33,6 @@ from scheduler_core.estimate.learn import (
     Prior4,
     Priors,
     estimate,
-    given_priors,
     prior_chain,
 )
 from scheduler_core.estimate.members import members
@@ -197,21 +196,11 @@ async def _chains_of(
     return out
 
 
-async def priors_of(ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior]) -> list[Prior4]:
-    """Each URL's priors: its host's statistics ← its label's ← the global ones ←
-    the root, then the values given at registration (paper 003 §4.2)."""
+async def priors_of(ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior]) -> Priors:
+    """The URLs' priors, (m,) arrays: each host's statistics ← its label's ← the
+    global ones ← the root, then the values given at registration (paper 003 §4.2)."""
     chains = await _chains_of(ctx, hosts, [p.label for p in given])
-    return [
-        given_priors(
-            chain,
-            weight=p.weight,
-            change_rate=p.change_rate,
-            recall=p.recall,
-            false_signal_rate=p.false_signal_rate,
-            strength=ctx.settings.prior_strength,
-        )  # fmt: skip
-        for chain, p in zip(chains, given, strict=True)
-    ]
+    return stack_priors(chains, given, ctx.settings.prior_strength)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +223,7 @@ async def learn(ctx: Context, states: Sequence[UrlState], outcomes: bool = True)
     crawl outcome)."""
     learnable = [u for u in states if not u.prior.fixed]
     given = [u.prior for u in learnable]
-    chains = await _chains_of(ctx, [u.host for u in learnable], [p.label for p in given])
-    priors = stack_priors(chains, given, ctx.settings.prior_strength)  # = priors_of's
+    priors = await priors_of(ctx, [u.host for u in learnable], given)
     history = history_of(learnable, ctx.clock.now(), ctx.settings.estimate_decay_s)
     known = None
     if not outcomes and learnable:

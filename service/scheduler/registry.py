@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler_core.estimate.hierarchy import GroupStats
-from scheduler_core.estimate.learn import Priors, estimate
+from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
 from service.errors import NotFound
 from service.scheduler.context import Context
@@ -105,7 +105,7 @@ async def _initial_params(
     if not learned:
         return fixed
     priors = await priors_of(ctx, [hosts[k] for k in learned], [given[k] for k in learned])
-    est = estimate(empty_history(len(learned)), Priors.stack(priors)).params
+    est = estimate(empty_history(len(learned)), priors).params
     arrays = {
         name: getattr(fixed, name).copy()
         for name in ("weight", "change_rate", "recall", "false_signal_rate")
@@ -205,7 +205,7 @@ async def _learning(ctx: Context, state: UrlState) -> LearningOut:
     }
     priors = None
     if not state.prior.fixed:
-        (priors,) = await priors_of(ctx, [state.host], [state.prior])
+        priors = (await priors_of(ctx, [state.host], [state.prior])).row(0)
 
     def out(q: str) -> EstimateOut:
         prior = None if priors is None else priors[q]

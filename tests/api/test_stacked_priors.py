@@ -1,5 +1,5 @@
-"""``stack_priors`` (the relearn path's column-wise priors) is ``given_priors`` per URL,
-bit for bit, and the memoised prior chains are ``prior_chain``'s."""
+"""``stack_priors`` (the relearn path's column-wise priors, ``given_priors_many``) is
+``given_priors`` per URL, bit for bit, and the memoised prior chains are ``prior_chain``'s."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from service.scheduler.learning import (
     history_of,
     learn,
     learn_pass,
-    priors_of,
     root_priors,
 )
 from service.scheduler.priors import stack_priors
@@ -170,8 +169,8 @@ def test_memoised_chains_are_prior_chain() -> None:
 async def test_learn_is_the_per_url_composition(
     app_store: MemoryStore, clock: ManualClock, settings: Settings
 ) -> None:
-    """``learn`` (memoised chains, stacked priors) estimates exactly what ``priors_of``
-    (``given_priors`` per URL), ``Priors.stack`` and ``estimate`` give, on URLs with
+    """``learn`` (memoised chains, stacked priors) estimates exactly what the chains
+    with ``given_priors`` per URL, ``Priors.stack`` and ``estimate`` give, on URLs with
     and without labels, given values, history and host statistics."""
     ctx = Context(app_store, clock, settings, Metrics())
     rng = random.Random(7)
@@ -205,9 +204,9 @@ async def test_learn_is_the_per_url_composition(
     states = [s for s in await app_store.get_urls(urls) if s is not None]
     got = await learn(ctx, states)
     learnable = [s for s in states if not s.prior.fixed]
-    want_priors = Priors.stack(
-        await priors_of(ctx, [s.host for s in learnable], [s.prior for s in learnable])
-    )
+    chains = await learning._chains_of(ctx, [s.host for s in learnable],
+                                       [s.prior.label for s in learnable])  # fmt: skip
+    want_priors = _reference(chains, [s.prior for s in learnable], settings.prior_strength)
     _assert_identical(got.priors, want_priors)
     history = history_of(learnable, clock.now(), settings.estimate_decay_s)
     want = estimate(history, want_priors)

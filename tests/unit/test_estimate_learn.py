@@ -27,6 +27,7 @@ from scheduler_core.estimate.learn import (
     Priors,
     estimate,
     given_priors,
+    given_priors_many,
     prior_chain,
     to_params,
 )
@@ -253,7 +254,7 @@ def test_partial_registration_values_take_the_rest_from_the_chain() -> None:
     host = group(rng, 50, HOST_MEANS, pooled_theta=0.4, pooled_outcomes=100.0)
     chain = prior_chain(root_priors(), host, None, host, PSEUDO)
     assert given_priors(chain, weight=None, change_rate=None, recall=None,
-                        false_signal_rate=None, strength=2.0) is chain  # fmt: skip
+                        false_signal_rate=None, strength=2.0) == chain  # fmt: skip
     only_w = given_priors(chain, weight=5.0 / DAY, change_rate=None, recall=None,
                           false_signal_rate=None, strength=2.0)  # fmt: skip
     assert {q: only_w[q] for q in QUANTITIES if q != "weight"} == {
@@ -270,7 +271,7 @@ def test_partial_registration_values_take_the_rest_from_the_chain() -> None:
     # every change announced and no false signal: θ falls back to 20 (precision 1 − 2e-9)
     exact = given_priors(chain, weight=None, change_rate=1.0 / DAY, recall=1.0,
                          false_signal_rate=0.0, strength=2.0)  # fmt: skip
-    assert mode(exact["theta"]) == pytest.approx(20.0) and exact["alpha"] is chain["alpha"]
+    assert mode(exact["theta"]) == pytest.approx(20.0) and exact["alpha"] == chain["alpha"]
 
 
 # --- members and the service's path end to end --------------------------------------------
@@ -353,3 +354,26 @@ def test_service_path_recovers_the_hosts_signal_quality(precision: float, recall
     prm = est.params
     host_recall = np.sum(prm.recall * prm.change_rate) / np.sum(prm.change_rate)
     assert abs(host_recall - recall) <= 0.05
+
+
+def test_given_priors_many_rejects_infinite_values_and_keeps_the_chain_elsewhere() -> None:
+    rng = np.random.default_rng(36)
+    host = group(rng, 50, HOST_MEANS, pooled_theta=0.4, pooled_outcomes=100.0)
+    chains = Priors.stack([prior_chain(root_priors(), host, None, host, PSEUDO)] * 3)
+    nan = np.full(3, np.nan)
+    with pytest.raises(ParameterError, match="finite"):
+        given_priors_many(chains, np.array([np.nan, np.inf, 1.0]), nan, nan, nan, 2.0)
+    with pytest.raises(ParameterError, match="strength"):
+        given_priors_many(chains, nan, nan, nan, nan, 0.0)
+    # recall given as 0 with ν = 0: γ = 0, so γ's and θ's priors stay the chain's
+    out = given_priors_many(
+        chains, nan, np.array([np.nan, 1e-5, 1e-5]), np.array([np.nan, 0.0, 1.0]),
+        np.array([np.nan, 0.0, 0.0]), 2.0,
+    )  # fmt: skip
+    for q in ("weight", "signal_rate", "alpha", "theta"):
+        assert out.row(0)[q] == chains.row(0)[q]  # nothing given
+    assert out.row(1)["signal_rate"] == chains.row(1)["signal_rate"]
+    assert out.row(1)["alpha"].shape == 2.0  # α = Δ: the given change rate
+    assert out.row(1)["alpha"].rate == pytest.approx(1.0 / 1e-5)
+    theta_shape = max(URL_THETA_SHAPE, 2.0)  # ν = 0: θ = 20 at the mode
+    assert out.row(2)["theta"].rate == pytest.approx((theta_shape - 1.0) / 20.0)
