@@ -75,9 +75,9 @@ class History:
     @classmethod
     def create(
         cls,
-        clicks: Sequence[float],
-        signals: Sequence[float],
-        exposure: Sequence[float],
+        clicks: Sequence[float] | FloatArray,
+        signals: Sequence[float] | FloatArray,
+        exposure: Sequence[float] | FloatArray,
         outcomes: Sequence[Sequence[tuple[float, int, bool]]],
     ) -> History:
         """Arrays from per-URL lists of outcomes (τ s, n, changed), padded to the

@@ -3,9 +3,11 @@
 The stores keep each URL's bounded history (decayed click and signal counts, the
 last ``outcome_window`` crawl outcomes); this module turns it into parameters:
 
-- :func:`relearn` after every event batch: the touched URLs' estimates under
-  their priors; a URL whose parameters moved by more than ``relearn_tolerance``
-  gets them and a new threshold at its host's Λ_h, so its due time moves.
+- :func:`queue_relearn` after every event batch, :func:`flush_relearn` every
+  ``relearn_interval_s`` (or when ``relearn_batch`` URLs wait): :func:`relearn`
+  estimates the queued URLs under their priors; a URL whose parameters moved by
+  more than ``relearn_tolerance`` gets them and a new threshold at its host's
+  Λ_h, so its due time moves.
 - :func:`learn_pass`, in the background: host by host, the host's statistics
   (its URLs' own estimates, the pooled signal quality θ_h) go to the store's
   groups; at the end of a pass the label and global sums follow; each host's
@@ -115,9 +117,7 @@ def history_of(states: Sequence[UrlState], now: float, decay_s: float) -> Histor
         now, decay_s,
     )  # fmt: skip
     exposure = decayed_exposure([s.registered_at for s in states], now, decay_s)
-    return History.create(
-        clicks.tolist(), signals.tolist(), exposure.tolist(), [o.outcomes for o in obs]
-    )
+    return History.create(clicks, signals, exposure, [o.outcomes for o in obs])
 
 
 async def _groups(ctx: Context, keys: Sequence[str]) -> dict[str, GroupStats]:
