@@ -1,0 +1,119 @@
+"""The Redis store's plumbing: shards, keys, scripts, and per-shard calls over URLs."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler_core.multipliers import LogMean, TrackerConfig
+from service.store.base import DispatchObservation, shard_of
+from service.store.redis.client import unavailable
+from service.store.redis.keys import GlobalKeys, ShardKeys, url_key
+from service.store.redis.scripts import Call, Client, ScriptSet
+from service.urls import host_of
+
+__all__ = ["RedisBase"]
+
+
+class RedisBase:
+    """What every part of :class:`~service.store.redis.RedisStore` shares: the client,
+    the shard keys, the scripts, and how a call over URLs is split by shard
+    (parameters as for the store)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        shards: int = 16,
+        default_crawl_delay_s: float = 1.0,
+        max_revisit_s: float = 30 * 86_400.0,
+        lease_history: int = 200_000,
+        initial_lambda0: float | None = None,
+        prefix: str = "cs",
+    ) -> None:
+        self.client = client
+        self.shards = shards
+        self._keys = [ShardKeys(n, prefix) for n in range(shards)]
+        self._script_keys = [k.all for k in self._keys]
+        self._global = GlobalKeys(prefix)
+        self._default_delay = default_crawl_delay_s
+        self._cap = repr(float(max_revisit_s))
+        self._history = max(1, math.ceil(lease_history / shards))
+        self._initial = None if initial_lambda0 is None else math.log(initial_lambda0)
+        self._scripts = ScriptSet()
+        self._pending: list[DispatchObservation] = []
+        self._pending_config = TrackerConfig()
+        self._pending_since = 0.0
+        self._lam0 = LogMean()
+        self._lam0_read_at = -math.inf
+
+    @unavailable
+    async def prepare(self) -> None:
+        """Register the scripts, record the shard count, seed λ₀.
+
+        Raises
+        ------
+        ValueError
+            If the data was written with another shard count.
+        """
+        await self._scripts.register(self.client)
+        meta = self._global.meta
+        await self.client.hsetnx(meta, "shards", str(self.shards))
+        stored = int(await self.client.hget(meta, "shards") or 0)
+        if stored != self.shards:
+            raise ValueError(
+                f"the data in Redis was written with {stored} shards, not {self.shards}: "
+                "set CRAWLSCHED_SHARDS to match"
+            )
+        if self._initial is not None:
+            await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _shard(self, host: str) -> int:
+        return shard_of(host, self.shards)
+
+    def _call(self, script: str, shard: int, args: Sequence[Any]) -> Call:
+        return Call(script, self._script_keys[shard], args)
+
+    async def _run(self, calls: Sequence[Call]) -> list[Any]:
+        return await self._scripts.run(self.client, calls) if calls else []
+
+    def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
+        """(position, host, url key) of each URL, grouped by shard."""
+        groups: dict[int, list[tuple[int, str, str]]] = defaultdict(list)
+        for i, url in enumerate(urls):
+            host = host_of(url)
+            groups[self._shard(host)].append((i, host, url_key(url, host)))
+        return groups
+
+    async def _per_url(
+        self,
+        script: str,
+        urls: Sequence[str],
+        head: Sequence[Any],
+        extra: Sequence[Any],
+        *,
+        joined: bool = False,
+    ) -> list[Any]:
+        """Run ``script`` per shard over ``urls``: host, url key and ``extra[i]`` (if
+        any) of each as arguments after ``head``, or, ``joined``, all of them in one
+        space-separated argument (cheaper to send); the answers back in the order of
+        ``urls``, each with its shard."""
+        groups = self._by_shard(urls)
+        calls = []
+        for shard, items in groups.items():
+            args: list[Any] = list(head)
+            if joined:
+                args.append(" ".join(f"{host} {ukey} {extra[i]}" for i, host, ukey in items))
+            else:
+                for i, host, ukey in items:
+                    args += (host, ukey, extra[i]) if extra else (host, ukey)
+            calls.append(self._call(script, shard, args))
+        answers = await self._run(calls)
+        out: list[Any] = [None] * len(urls)
+        for (shard, items), answer in zip(groups.items(), answers, strict=True):
+            for (i, _, _), a in zip(items, answer, strict=True):
+                out[i] = (shard, a)
+        return out

@@ -1,0 +1,130 @@
+"""The Redis store's Lagrange multipliers: λ₀ (global, one hash) and λ_h (per host,
+in the host records), folded in by script from buffered dispatch observations."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+
+from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier
+from service.store.base import DispatchObservation
+from service.store.redis.base import RedisBase
+from service.store.redis.client import text, unavailable
+from service.store.redis.records import host_log_mean
+from service.store.redis.scripts import Call
+
+__all__ = ["RedisMultipliers"]
+
+#: Dispatch observations are folded into λ₀/λ_h in batches: this many, or this old (s).
+_FLUSH_OBSERVATIONS = 512
+_FLUSH_AFTER_S = 0.05
+#: λ₀ read for the thresholds reported with leases may be this old, wall s.
+_LAMBDA0_MAX_AGE_S = 1.0
+
+
+class RedisMultipliers(RedisBase):
+    """λ₀ and λ_h: reading them, the hosts whose thresholds drifted, and the fold."""
+
+    async def _lambda0(self) -> LogMean:
+        """The current λ₀ estimate, pending observations folded in first."""
+        await self._flush()
+        mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])
+        self._lam0 = LogMean(None if mean is None else float(mean), float(count or 0.0))
+        self._lam0_read_at = time.monotonic()
+        return self._lam0
+
+    async def _recent_lambda0(self) -> LogMean:
+        """λ₀ read at most ``_LAMBDA0_MAX_AGE_S`` ago (for reporting, not for decisions)."""
+        if time.monotonic() - self._lam0_read_at > _LAMBDA0_MAX_AGE_S:
+            return await self._lambda0()
+        return self._lam0
+
+    @unavailable
+    async def host_thresholds(self, hosts: Sequence[str]) -> dict[str, float]:
+        groups: dict[int, list[str]] = defaultdict(list)
+        for h in hosts:
+            groups[self._shard(h)].append(h)
+        await self._flush()
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hmget(self._global.multiplier, ["mean"])
+        for shard, names in groups.items():
+            pipe.hmget(self._keys[shard].hosts, names)
+        answers = await pipe.execute()
+        (mean,) = answers[0]
+        lam0 = None if mean is None else math.exp(float(mean))
+        out: dict[str, float] = {}
+        for names, blobs in zip(groups.values(), answers[1:], strict=True):
+            for name, blob in zip(names, blobs, strict=True):
+                h_mean = None if blob is None else host_log_mean(blob)
+                out[name] = (lam0 or 0.0) + host_multiplier(lam0, LogMean(h_mean, 1.0))
+        return out
+
+    @unavailable
+    async def hosts_needing_rescore(
+        self, tolerance: float, max_urls: int
+    ) -> list[tuple[str, float]]:
+        lam0 = await self._lambda0()
+        head = ("" if lam0.log_mean is None else repr(lam0.log_mean), repr(math.log1p(tolerance)))
+        answers = await self._run([self._call("stale_hosts", n, head) for n in range(self.shards)])
+        stale = [
+            (float(flat[i + 1]), text(flat[i]), float(flat[i + 2]), int(flat[i + 3]))
+            for flat in answers
+            for i in range(0, len(flat), 4)
+        ]
+        stale.sort(key=lambda x: (x[0], x[1], x[2]), reverse=True)
+        chosen: list[tuple[str, float]] = []
+        total = 0
+        for _, name, target, urls in stale:
+            if chosen and total + urls > max_urls:
+                break
+            chosen.append((name, target))
+            total += urls
+        return chosen
+
+    @unavailable
+    async def observe_dispatch(
+        self, observations: Sequence[DispatchObservation], config: TrackerConfig
+    ) -> None:
+        """Buffer the observations; fold them in (atomically, by script) once
+        ``_FLUSH_OBSERVATIONS`` are pending or the oldest is ``_FLUSH_AFTER_S`` old, and
+        before any read of the estimates.  A crash loses at most that buffer of
+        estimator input, never an event."""
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._pending.extend(observations)
+        self._pending_config = config
+        if (
+            len(self._pending) >= _FLUSH_OBSERVATIONS
+            or time.monotonic() - self._pending_since >= _FLUSH_AFTER_S
+        ):
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """Fold the pending observations into λ₀ (global script), then λ_h (per shard)."""
+        observations, self._pending = self._pending, []
+        if not observations:
+            return
+        config = self._pending_config
+        window, clip = repr(float(config.window)), repr(float(config.clip))
+        free = [
+            repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)
+        ]
+        if free:
+            call = Call("lambda0", (self._global.multiplier,), (window, clip, *free))
+            ((mean_s, count_s),) = await self._run([call])
+            self._lam0 = LogMean(float(mean_s) if mean_s else None, float(count_s))
+            self._lam0_read_at = time.monotonic()
+            log_lam0 = self._lam0.log_mean
+        else:
+            mean, _ = await self.client.hmget(self._global.multiplier, ["mean", "count"])
+            log_lam0 = None if mean is None else float(mean)
+        groups: dict[int, list[str]] = defaultdict(list)
+        for o in observations:
+            x = o.log_value if o.gated else log_lam0
+            if x is not None and math.isfinite(x):
+                groups[self._shard(o.host)] += (o.host, repr(x))
+        await self._run(
+            [self._call("observe", s, (window, clip, *args)) for s, args in groups.items()]
+        )
