@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +26,7 @@ from service.loadgen.worldfile import (
     write_trace,
 )
 from service.sim_runner import run_simulation
+from service.simulation import ParamMode
 from service.store.redis.local import LocalRedis
 
 __all__ = ["app", "main"]
@@ -45,13 +45,6 @@ SeedOpt = Annotated[int | None, typer.Option("--seed", help="random seed (overri
 NoSignalsOpt = Annotated[
     bool, typer.Option("--no-signals", help="a world without change-indicating signals")
 ]
-
-
-class ParamMode(enum.StrEnum):
-    """Where the service's parameters come from."""
-
-    learned = "learned"
-    oracle = "oracle"
 
 
 ParamsOpt = Annotated[

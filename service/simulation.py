@@ -13,6 +13,7 @@ online λ₀ / λ_h estimates and background rescoring (run every
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -33,12 +34,20 @@ from service.schemas import ClickIn, CrawlResultIn, SignalIn, UrlIn
 from service.settings import Settings
 from service.urls import canonical_url
 
-__all__ = ["PARAM_MODES", "ServicePolicy"]
+__all__ = ["PARAM_MODES", "ParamMode", "ServicePolicy"]
 
-#: ``oracle``: the world's true parameters registered as fixed; ``learned``: URLs
-#: registered bare, the service estimates everything from clicks, signals and
-#: crawl outcomes.
-PARAM_MODES = ("learned", "oracle")
+
+class ParamMode(enum.StrEnum):
+    """Where the service's parameters come from in a simulated run: ``learned``, URLs
+    registered bare, the service estimates everything from clicks, signals and crawl
+    outcomes; ``oracle``, the world's true parameters registered as fixed."""
+
+    learned = "learned"
+    oracle = "oracle"
+
+
+#: The modes' names.
+PARAM_MODES = tuple(m.value for m in ParamMode)
 
 T = TypeVar("T")
 
