@@ -86,7 +86,7 @@ class Settings(BaseSettings):
         1.0, gt=0, description="wall s between batches of URLs re-estimated after events"
     )
     relearn_batch: int = Field(
-        2000, ge=1, description="re-estimate at once when this many URLs are queued"
+        2000, ge=1, description="URLs re-estimated per batch; a full queue is flushed at once"
     )
     learn_batch: int = Field(
         5000, ge=1, description="URLs the learner's background pass covers at most"

@@ -288,7 +288,7 @@ async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> i
 
 
 async def flush_relearn(ctx: Context) -> int:
-    """Relearn every queued URL, in batches of ``rescore_batch``; returns URLs re-scored.
+    """Relearn every queued URL, in batches of ``relearn_batch``; returns URLs re-scored.
 
     Events queue the URLs whose history they added to
     (:class:`~service.scheduler.context.RelearnQueue`); batching them keeps the
@@ -296,7 +296,7 @@ async def flush_relearn(ctx: Context) -> int:
     URLs not yet done go back to the queue and the error propagates.
     """
     with_outcomes, without = ctx.relearn_queue.take()
-    step = ctx.settings.rescore_batch
+    step = ctx.settings.relearn_batch
     n = 0
     for urls, outcomes in ((with_outcomes, True), (without, False)):
         for k in range(0, len(urls), step):
