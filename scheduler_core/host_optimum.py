@@ -290,7 +290,7 @@ def solve_host_optimum(
     ==============================  ==============  ==============
 
     With signals nearly all the time is spent in
-    :func:`~scheduler_core.value.threshold_for_value`.
+    :func:`~scheduler_core.threshold.threshold_for_value`.
 
     References
     ----------

@@ -42,7 +42,8 @@ from scipy.special import gammaincinv
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams
-from scheduler_core.value import crawl_frequency, crawl_value, threshold_for_value
+from scheduler_core.threshold import threshold_for_value
+from scheduler_core.value import crawl_frequency, crawl_value
 
 __all__ = [
     "Curves",

@@ -259,7 +259,7 @@ def solve_optimum(params: UrlParams, budget_per_s: float, *, terms: int | None =
     Returns
     -------
     Optimum
-        Thresholds ι_i = V_i⁻¹(λ₀) on τeff (:func:`~scheduler_core.value.threshold_for_value`),
+        Thresholds ι_i = V_i⁻¹(λ₀) on τeff (:func:`~scheduler_core.threshold.threshold_for_value`),
         rates f_i(ι_i) = 1/ψ_i(ι_i) and freshness w_i/ψ_i, with λ₀ solving
         Σ f_i = R to float resolution (the marginal URL(s) get what remains,
         so Σ rates = R to rounding).  A URL whose rate ξ lies strictly between

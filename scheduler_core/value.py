@@ -6,8 +6,9 @@ For a threshold policy "crawl as soon as τeff ≥ ι" this module gives, per UR
   crawl frequency f = 1/ψ (:func:`crawl_frequency`);
 - w(ι), the expected fresh time per crawl interval (:func:`expected_fresh_time`),
   and the time-averaged freshness w/ψ (:func:`freshness_at_threshold`);
-- the crawl value V(ι) = W·(w(ι) − e^{−αι}ψ(ι)) (:func:`crawl_value`), its
-  derivative, and its inverse ι(Λ) = V⁻¹(Λ) (:func:`threshold_for_value`).
+- the crawl value V(ι) = W·(w(ι) − e^{−αι}ψ(ι)) (:func:`crawl_value`) and its
+  derivative; its inverse ι(Λ) = V⁻¹(Λ) is
+  :func:`scheduler_core.threshold.threshold_for_value`.
 
 One code path serves GREEDY (no signals), GREEDY-CIS (no false signals, β = ∞),
 GREEDY-NCIS (general) and NCIS-APPROX-J (``terms=J``: the sums cut after J
@@ -32,8 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize.elementwise import find_root
-from scipy.special import gammainc, gammaincinv
+from scipy.special import gammainc
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams, as_float_array
@@ -47,7 +47,6 @@ __all__ = [
     "expected_fresh_time",
     "expected_interval",
     "freshness_at_threshold",
-    "threshold_for_value",
 ]
 
 #: Largest threshold the inverse searches (s); see ``MATH.md``, "Numerical traps" 3.
@@ -219,17 +218,28 @@ def _thresholds(params: UrlParams, threshold: ArrayLike) -> FloatArray:
 
 def _value(model: _Model, iota: FloatArray, terms: int | None) -> FloatArray:
     """V(ι), shape (m,), for validated ι ∈ [0, ∞]."""
+    return _value_and_interval(model, iota, terms)[0]
+
+
+def _value_and_interval(
+    model: _Model, iota: FloatArray, terms: int | None
+) -> tuple[FloatArray, FloatArray]:
+    """V(ι) and ψ(ι), shape (m,) each, for validated ι ∈ [0, ∞]; ψ is what the slope
+    V′(ι) = W·α·e^{−αι}·ψ(ι) needs (0 where V ≡ 0, ``inf`` at ι = ∞)."""
     out = np.zeros(iota.shape)
+    interval = np.zeros(iota.shape)
     live = ~model.inert
     inf = live & np.isinf(iota)
     # V(∞) = W/Δ (a surely stale copy); NCIS-APPROX-J keeps its truncated limit.
     out[inf] = model.weight[inf] / model.change_rate[inf]
+    interval[inf] = np.inf
     if terms is not None and inf.any():
         q_j = _power(np.full(int(inf.sum()), float(terms)), model.log_q[inf])
         out[inf] *= np.where(model.greedy[inf], 1.0, 1.0 - q_j)
     greedy = live & ~inf & model.greedy
     d = model.change_rate[greedy]
     out[greedy] = model.weight[greedy] / d * gammainc(2.0, d * iota[greedy])
+    interval[greedy] = iota[greedy]
     rest = live & ~inf & ~model.greedy
     # Before the first possible signal shift (ι < β) and for small (Δ+ν)ι the
     # difference w − e^{−αι}ψ cancels; a series of positive terms is exact there.
@@ -239,12 +249,14 @@ def _value(model: _Model, iota: FloatArray, terms: int | None) -> FloatArray:
     if idx.size:
         sub = model.take(idx)
         out[idx] = sub.weight * _short_value(sub.alpha, sub.gamma, iota[idx])
+        interval[idx] = -np.expm1(-sub.gamma * iota[idx]) / sub.gamma  # ψ with no shift
     idx = np.flatnonzero(rest & ~short)
     if idx.size:
         sub = model.take(idx)
         psi, fresh = _interval_and_fresh_time(sub, iota[idx], terms)
         out[idx] = np.maximum(sub.weight * (fresh - np.exp(-sub.alpha * iota[idx]) * psi), 0.0)
-    return out
+        interval[idx] = psi
+    return out, interval
 
 
 def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> FloatArray:
@@ -427,103 +439,3 @@ def freshness_at_threshold(
     never_changes = model.change_rate == 0
     out = np.where(finite, fresh / psi, np.where(iota == 0, 1.0, 0.0))
     return np.where(never_changes, 1.0, out)
-
-
-def threshold_for_value(
-    params: UrlParams, value: ArrayLike, *, terms: int | None = None
-) -> FloatArray:
-    """The inverse ι(Λ) = V⁻¹(Λ): the τeff at which each URL's crawl value reaches Λ.
-
-    Parameters
-    ----------
-    params : UrlParams
-        The URLs' model, ``m`` URLs.
-    value : array_like, shape (m,) or scalar
-        The threshold value Λ = λ₀ + λ_h (W·s), finite.
-    terms : int, optional
-        NCIS-APPROX-J truncation (see :func:`crawl_value`).
-
-    Returns
-    -------
-    ndarray, shape (m,)
-        ι in seconds: 0 where Λ ≤ 0; ``inf`` where the URL is never worth a
-        crawl at Λ (Λ ≥ W/Δ, V ≡ 0, or V stays below Λ up to
-        max(:data:`MAX_THRESHOLD_S`, 64β)).  GREEDY in closed form
-        (``gammaincinv(2, ΛΔ/W)/Δ``); with signals a vectorised bracketing root
-        search on ln ι to relative precision ~1e-12.
-
-    Raises
-    ------
-    ParameterError
-        If ``value`` is NaN, not finite or of the wrong shape, or ``terms < 1``.
-
-    References
-    ----------
-    ``MATH.md``, "From values to decisions" (due time) and "Numerical traps" 3.
-    """
-    _check_terms(terms)
-    lam = as_float_array("value", value, params.m)
-    if not np.isfinite(lam).all():
-        raise ParameterError("`value` must be finite")
-    model = _Model.of(params)
-    out = np.full(params.m, np.inf)
-    out[lam <= 0] = 0.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cap = np.where(model.inert, 0.0, model.weight / model.change_rate)
-    open_ = (lam > 0) & ~model.inert & (lam < cap)
-    greedy = open_ & model.greedy
-    d = model.change_rate[greedy]
-    out[greedy] = gammaincinv(2.0, lam[greedy] * d / model.weight[greedy]) / d
-    rest = np.flatnonzero(open_ & ~model.greedy)
-    if rest.size:
-        out[rest] = _invert(model.take(rest), lam[rest], terms)
-    return out
-
-
-def _invert(model: _Model, lam: FloatArray, terms: int | None) -> FloatArray:
-    """ι with V(ι) = Λ for URLs with signals, by root search on u = ln ι, shape (n,).
-
-    The bracket grows by factors of 8 from the no-signal threshold, up to
-    max(:data:`MAX_THRESHOLD_S`, 64β) and down to :data:`MIN_THRESHOLD_S`.
-    """
-    finite_beta = np.where(np.isfinite(model.beta), model.beta, 0.0)
-    top = np.maximum(MAX_THRESHOLD_S, 64.0 * finite_beta)
-    d = model.change_rate
-    guess = np.clip(gammaincinv(2.0, lam * d / model.weight) / d, MIN_THRESHOLD_S, top)
-    lo, hi = guess.copy(), guess.copy()
-    up = _value(model, guess, terms) < lam  # V(lo) < Λ holds; grow hi
-    down = ~up  # V(hi) ≥ Λ holds; shrink lo
-    unreachable = np.zeros(lam.shape, dtype=bool)
-    while up.any():
-        unreachable[up] = hi[up] >= top[up]
-        up &= ~unreachable
-        lo[up] = hi[up]
-        hi[up] = np.minimum(hi[up] * 8.0, top[up])
-        up[up] = _value(model.take(up), hi[up], terms) < lam[up]
-    down &= lo > MIN_THRESHOLD_S
-    while down.any():
-        hi[down] = lo[down]
-        lo[down] = np.maximum(lo[down] / 8.0, MIN_THRESHOLD_S)
-        down[down] = (_value(model.take(down), lo[down], terms) >= lam[down]) & (
-            lo[down] > MIN_THRESHOLD_S
-        )
-    result = np.where(unreachable, np.inf, lo)  # rows at the floor keep MIN_THRESHOLD_S
-    todo = np.flatnonzero(~unreachable & (lo < hi) & (_value(model, lo, terms) < lam))
-    if todo.size:
-        sub, target = model.take(todo), lam[todo]
-
-        def gap(u: FloatArray, index: FloatArray) -> FloatArray:
-            idx = index.astype(np.int64).ravel()
-            v = _value(sub.take(idx), np.exp(u.ravel()), terms)
-            return (v - target[idx]).reshape(u.shape)
-
-        res = find_root(
-            gap,
-            (np.log(lo[todo]), np.log(hi[todo])),
-            args=(np.arange(todo.size, dtype=np.float64),),
-            tolerances={"xatol": 1e-13, "xrtol": 0.0, "fatol": 0.0, "frtol": 0.0},
-        )
-        # A bracket whose end already sits at Λ within rounding can fail to
-        # converge; its lower end is then the answer to double precision.
-        result[todo] = np.where(np.isfinite(res.x), np.exp(res.x), lo[todo])
-    return result

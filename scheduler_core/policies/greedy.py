@@ -37,7 +37,8 @@ import numpy as np
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.policies.base import IntArray, Policy, Problem, top_k_within_room
-from scheduler_core.value import crawl_value, threshold_for_value
+from scheduler_core.threshold import threshold_for_value
+from scheduler_core.value import crawl_value
 
 __all__ = ["GREEDY_MODELS", "GreedyPolicy", "value_model"]
 

@@ -263,7 +263,9 @@ async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
     lam_of = await ctx.store.host_thresholds(sorted(set(hosts)))
     lambdas = np.array([lam_of[h] for h in hosts])
     params = est.params.take(idx)
-    thr = await _compute(int(idx.size), thresholds, params, lambdas, ctx.settings.value_terms)
+    previous = [states[i].threshold_s for i in idx]
+    terms = ctx.settings.value_terms
+    thr = await _compute(int(idx.size), thresholds, params, lambdas, terms, previous)
     columns = (
         params.weight, params.change_rate, params.recall, params.false_signal_rate,
         params.signal_time_equivalent, thr,

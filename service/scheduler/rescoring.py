@@ -29,7 +29,8 @@ async def rescore_once(ctx: Context) -> int:
     lambdas = np.concatenate([np.full(len(urls), lam) for _, lam, urls in batches])
     params = params_of(states)
     # numpy/scipy release the GIL: keep the event loop responsive on big passes
-    thr = await asyncio.to_thread(thresholds, params, lambdas, s.value_terms)
+    previous = [u.threshold_s for u in states]
+    thr = await asyncio.to_thread(thresholds, params, lambdas, s.value_terms, previous)
     k = 0
     for host, lam, urls in batches:
         mapping = {u.url: float(t) for u, t in zip(urls, thr[k : k + len(urls)], strict=True)}

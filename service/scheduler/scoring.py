@@ -8,7 +8,8 @@ from typing import Protocol
 import numpy as np
 
 from scheduler_core.params import FloatArray, UrlParams
-from scheduler_core.value import crawl_value, threshold_for_value
+from scheduler_core.threshold import threshold_for_value
+from scheduler_core.value import crawl_value
 
 __all__ = ["effective_elapsed", "params_of", "thresholds", "values_at"]
 
@@ -62,8 +63,15 @@ def values_at(states: Sequence[_HasState], now: float, terms: int | None) -> Flo
     return crawl_value(params_of(states), effective_elapsed(states, now), terms=terms)
 
 
-def thresholds(params: UrlParams, lambdas: FloatArray, terms: int | None) -> FloatArray:
-    """ι = V⁻¹(Λ) per URL (s, ``inf`` = not worth crawling), shape (m,)."""
+def thresholds(
+    params: UrlParams,
+    lambdas: FloatArray,
+    terms: int | None,
+    previous: Sequence[float] | FloatArray | None = None,
+) -> FloatArray:
+    """ι = V⁻¹(Λ) per URL (s, ``inf`` = not worth crawling), shape (m,); the search
+    starts from ``previous`` thresholds where they are known (same result, less work)."""
     if params.m == 0:
         return np.empty(0)
-    return threshold_for_value(params, lambdas, terms=terms)
+    guess = None if previous is None else np.asarray(previous, dtype=np.float64)
+    return threshold_for_value(params, lambdas, terms=terms, guess=guess)

@@ -10,6 +10,7 @@ from scipy.special import gammainc
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import UrlParams
+from scheduler_core.threshold import threshold_for_value
 from scheduler_core.value import (
     crawl_frequency,
     crawl_value,
@@ -17,7 +18,6 @@ from scheduler_core.value import (
     expected_fresh_time,
     expected_interval,
     freshness_at_threshold,
-    threshold_for_value,
 )
 
 INF = math.inf

@@ -1,0 +1,221 @@
+"""The inverse of the crawl value: the threshold ι(Λ) = V⁻¹(Λ) on τeff.
+
+A URL is due when its crawl value reaches Λ = λ₀ + λ_h, that is when τeff reaches
+ι(Λ) (``MATH.md``, "From values to decisions").  GREEDY has a closed form.  With
+signals the root is found by Newton's method on u = ln ι, with the slope the model
+gives for free: V′(ι) = W·α·e^{−αι}·ψ(ι), and ψ comes with V.  The iterates build a
+bracket (V < Λ below the root, V ≥ Λ above it, V being increasing); a step that
+leaves it bisects it, and no step moves ι by more than a factor of 8.  Rows Newton
+has not settled after :data:`NEWTON_STEPS` evaluations go to a bracketing search
+(growth by factors of 8, then Chandrupatla's method, scipy).
+
+A caller that knows each URL's previous threshold (its parameters or Λ moved a
+little) passes it as ``guess``: Newton then settles most rows in 3–4 evaluations.
+
+References
+----------
+``MATH.md``, "Crawl value", "From values to decisions" and "Numerical traps" 3;
+paper 004, Theorem 1 and App. A.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize.elementwise import find_root
+from scipy.special import gammaincinv
+
+from scheduler_core.errors import ParameterError
+from scheduler_core.params import FloatArray, UrlParams, as_float_array
+from scheduler_core.value import (
+    MAX_THRESHOLD_S,
+    MIN_THRESHOLD_S,
+    _check_terms,
+    _Model,
+    _value,
+    _value_and_interval,
+)
+
+__all__ = ["NEWTON_STEPS", "threshold_for_value"]
+
+#: Most Newton evaluations per row before the bracketing search takes the row over.
+NEWTON_STEPS = 16
+#: Converged when a Newton step moves ln ι by at most this (relative precision of ι).
+_LOG_TOL = 1e-12
+#: Longest step on ln ι: a factor of 8 on ι.
+_LOG_REACH = math.log(8.0)
+
+
+def threshold_for_value(
+    params: UrlParams,
+    value: ArrayLike,
+    *,
+    terms: int | None = None,
+    guess: ArrayLike | None = None,
+) -> FloatArray:
+    """The inverse ι(Λ) = V⁻¹(Λ): the τeff at which each URL's crawl value reaches Λ.
+
+    Parameters
+    ----------
+    params : UrlParams
+        The URLs' model, ``m`` URLs.
+    value : array_like, shape (m,) or scalar
+        The threshold value Λ = λ₀ + λ_h (W·s), finite.
+    terms : int, optional
+        NCIS-APPROX-J truncation (see :func:`~scheduler_core.value.crawl_value`).
+    guess : array_like, shape (m,) or scalar, optional
+        Where to start each search, seconds: the URL's previous threshold, say.
+        Entries that are not finite and > 0 start from the no-signal threshold, as
+        does every row without ``guess``.  Only the work depends on it, not the
+        result (to the precision below).
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        ι in seconds: 0 where Λ ≤ 0; ``inf`` where the URL is never worth a
+        crawl at Λ (Λ ≥ W/Δ, V ≡ 0, or V stays below Λ up to
+        max(:data:`~scheduler_core.value.MAX_THRESHOLD_S`, 64β)).  GREEDY in closed
+        form (``gammaincinv(2, ΛΔ/W)/Δ``); with signals a vectorised safeguarded
+        Newton search on ln ι to relative precision ~1e-12.
+
+    Raises
+    ------
+    ParameterError
+        If ``value`` is NaN, not finite or of the wrong shape, if ``guess`` has the
+        wrong shape, or ``terms < 1``.
+
+    References
+    ----------
+    ``MATH.md``, "From values to decisions" (due time) and "Numerical traps" 3.
+    """
+    _check_terms(terms)
+    lam = as_float_array("value", value, params.m)
+    if not np.isfinite(lam).all():
+        raise ParameterError("`value` must be finite")
+    start = None
+    if guess is not None:
+        start = np.asarray(guess, dtype=np.float64)
+        if start.ndim > 1 or (start.ndim == 1 and start.size != params.m):
+            raise ParameterError(f"`guess` must be a scalar or have shape ({params.m},)")
+        start = np.broadcast_to(start, (params.m,))
+    model = _Model.of(params)
+    out = np.full(params.m, np.inf)
+    out[lam <= 0] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(model.inert, 0.0, model.weight / model.change_rate)
+    open_ = (lam > 0) & ~model.inert & (lam < cap)
+    greedy = open_ & model.greedy
+    d = model.change_rate[greedy]
+    out[greedy] = gammaincinv(2.0, lam[greedy] * d / model.weight[greedy]) / d
+    rest = np.flatnonzero(open_ & ~model.greedy)
+    if rest.size:
+        warm = None if start is None else start[rest]
+        out[rest] = _invert(model.take(rest), lam[rest], terms, warm)
+    return out
+
+
+def _top(model: _Model) -> FloatArray:
+    """The largest threshold searched per URL: max(MAX_THRESHOLD_S, 64β), s."""
+    finite_beta = np.where(np.isfinite(model.beta), model.beta, 0.0)
+    return np.maximum(MAX_THRESHOLD_S, 64.0 * finite_beta)
+
+
+def _invert(
+    model: _Model, lam: FloatArray, terms: int | None, guess: FloatArray | None
+) -> FloatArray:
+    """ι with V(ι) = Λ for URLs with signals, shape (n,): safeguarded Newton on u = ln ι
+    from ``guess`` (else the no-signal threshold), the bracketing search for the rest."""
+    n = lam.size
+    u_top = np.log(_top(model))
+    u_min = math.log(MIN_THRESHOLD_S)
+    d = model.change_rate
+    start = gammaincinv(2.0, lam * d / model.weight) / d
+    if guess is not None:
+        start = np.where(np.isfinite(guess) & (guess > 0), guess, start)
+    u = np.clip(np.log(np.maximum(start, MIN_THRESHOLD_S)), u_min, u_top)
+    lo = np.full(n, -np.inf)  # V(e^lo) < Λ
+    hi = np.full(n, np.inf)  # V(e^hi) ≥ Λ
+    result = np.full(n, np.nan)
+    active = np.arange(n)
+    for _ in range(NEWTON_STEPS):
+        if not active.size:
+            break
+        sub, at, target = model.take(active), u[active], lam[active]
+        iota = np.exp(at)
+        v, psi = _value_and_interval(sub, iota, terms)
+        below = v < target
+        lo[active] = np.where(below, at, lo[active])
+        hi[active] = np.where(below, hi[active], at)
+        low, high = lo[active], hi[active]
+        # dV/du = ι·V′(ι); a zero slope (α·ι underflows) gives a non-finite step
+        slope = iota * sub.weight * sub.alpha * np.exp(-sub.alpha * iota) * psi
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = (v - target) / slope
+        newton = at - step
+        inside = np.isfinite(newton) & (newton > low) & (newton < high)
+        bracketed = np.isfinite(low) & np.isfinite(high)
+        reach = np.where(below, at + _LOG_REACH, at - _LOG_REACH)
+        nxt = np.where(inside, newton, np.where(bracketed, 0.5 * (low + high), reach))
+        nxt = np.clip(np.clip(nxt, at - _LOG_REACH, at + _LOG_REACH), u_min, u_top[active])
+        tiny = np.abs(step) <= _LOG_TOL  # False where the step is not finite
+        settled = tiny | (bracketed & (high - low <= _LOG_TOL))
+        never = below & (at >= u_top[active])  # V stays below Λ up to the top
+        floor = ~below & (at <= u_min)  # V ≥ Λ already at the smallest threshold
+        result[active[settled]] = np.exp(np.where(tiny, newton, nxt)[settled])
+        result[active[never & ~settled]] = np.inf
+        result[active[floor & ~settled]] = MIN_THRESHOLD_S
+        u[active] = nxt
+        active = active[~(settled | never | floor)]
+    if active.size:
+        result[active] = _bracket_and_search(
+            model.take(active), lam[active], terms, np.exp(u[active])
+        )
+    return result
+
+
+def _bracket_and_search(
+    model: _Model, lam: FloatArray, terms: int | None, start: FloatArray
+) -> FloatArray:
+    """ι with V(ι) = Λ by a bracket grown from ``start`` by factors of 8 (up to
+    max(MAX_THRESHOLD_S, 64β), down to MIN_THRESHOLD_S), then Chandrupatla's method
+    on u = ln ι (scipy), shape (n,)."""
+    top = _top(model)
+    lo, hi = start.copy(), start.copy()
+    up = _value(model, start, terms) < lam  # V(lo) < Λ holds; grow hi
+    down = ~up  # V(hi) ≥ Λ holds; shrink lo
+    unreachable = np.zeros(lam.shape, dtype=bool)
+    while up.any():
+        unreachable[up] = hi[up] >= top[up]
+        up &= ~unreachable
+        lo[up] = hi[up]
+        hi[up] = np.minimum(hi[up] * 8.0, top[up])
+        up[up] = _value(model.take(up), hi[up], terms) < lam[up]
+    down &= lo > MIN_THRESHOLD_S
+    while down.any():
+        hi[down] = lo[down]
+        lo[down] = np.maximum(lo[down] / 8.0, MIN_THRESHOLD_S)
+        down[down] = (_value(model.take(down), lo[down], terms) >= lam[down]) & (
+            lo[down] > MIN_THRESHOLD_S
+        )
+    result = np.where(unreachable, np.inf, lo)  # rows at the floor keep MIN_THRESHOLD_S
+    todo = np.flatnonzero(~unreachable & (lo < hi) & (_value(model, lo, terms) < lam))
+    if todo.size:
+        sub, target = model.take(todo), lam[todo]
+
+        def gap(u: FloatArray, index: FloatArray) -> FloatArray:
+            idx = index.astype(np.int64).ravel()
+            v = _value(sub.take(idx), np.exp(u.ravel()), terms)
+            return (v - target[idx]).reshape(u.shape)
+
+        res = find_root(
+            gap,
+            (np.log(lo[todo]), np.log(hi[todo])),
+            args=(np.arange(todo.size, dtype=np.float64),),
+            tolerances={"xatol": 1e-13, "xrtol": 0.0, "fatol": 0.0, "frtol": 0.0},
+        )
+        # A bracket whose end already sits at Λ within rounding can fail to
+        # converge; its lower end is then the answer to double precision.
+        result[todo] = np.where(np.isfinite(res.x), np.exp(res.x), lo[todo])
+    return result

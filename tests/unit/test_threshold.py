@@ -1,0 +1,110 @@
+"""The threshold search ι(Λ) = V⁻¹(Λ): Newton on ln ι against the bracketing search,
+warm starts, truncated sums, bad guesses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scheduler_core.threshold as threshold
+from scheduler_core.errors import ParameterError
+from scheduler_core.params import UrlParams
+from scheduler_core.threshold import threshold_for_value
+from scheduler_core.value import _Model, crawl_value
+
+RNG = np.random.default_rng(11)
+M = 400
+# the default world's parameters (paper 004 §6.1), in 1/s, and rates spread over decades
+WORLD = UrlParams.create(
+    weight=RNG.uniform(0.0, 2.0, M) / 86_400,
+    change_rate=RNG.uniform(0.0, 1.0, M) / 86_400,
+    recall=RNG.beta(0.25, 0.25, M),
+    false_signal_rate=RNG.uniform(0.05, 0.3, M) / 86_400,
+)
+SPREAD = UrlParams.create(
+    weight=10.0 ** RNG.uniform(-3, 1, M),
+    change_rate=10.0 ** RNG.uniform(-7, 0, M),
+    recall=RNG.uniform(0.0, 1.0, M),
+    false_signal_rate=10.0 ** RNG.uniform(-8, 0, M),
+)
+
+
+def _lam(p: UrlParams) -> np.ndarray:
+    """Λ between 0.1% and 99.9% of each URL's largest value W/Δ (finite thresholds)."""
+    return np.nan_to_num(p.max_value) * RNG.uniform(0.001, 0.999, p.m)
+
+
+def _bracketed(p: UrlParams, lam: np.ndarray, terms: int | None = None) -> np.ndarray:
+    """The same inverse by the bracketing search alone (growth by 8, Chandrupatla)."""
+    model = _Model.of(p)
+    out = threshold_for_value(p, lam, terms=terms)  # GREEDY and edge rows as they are
+    rows = np.flatnonzero(~model.greedy & ~model.inert & np.isfinite(out) & (out > 0))
+    start = np.full(rows.size, 1e4)
+    out[rows] = threshold._bracket_and_search(model.take(rows), lam[rows], terms, start)
+    return out
+
+
+@pytest.mark.parametrize("params", [WORLD, SPREAD], ids=["world", "spread"])
+@pytest.mark.parametrize("terms", [None, 3])
+def test_newton_matches_the_bracketing_search(params: UrlParams, terms: int | None) -> None:
+    lam = _lam(params)
+    newton = threshold_for_value(params, lam, terms=terms)
+    reference = _bracketed(params, lam, terms)
+    assert (np.isinf(newton) == np.isinf(reference)).all()
+    fin = np.isfinite(reference)
+    np.testing.assert_allclose(newton[fin], reference[fin], rtol=1e-10)
+    live = fin & (reference > 0)
+    value = crawl_value(params, newton, terms=terms)
+    np.testing.assert_allclose(value[live], lam[live], rtol=1e-9)
+
+
+@pytest.mark.parametrize("params", [WORLD, SPREAD], ids=["world", "spread"])
+def test_a_guess_changes_the_work_not_the_result(params: UrlParams) -> None:
+    m = 100  # far-off guesses cost evaluations at huge ι
+    params = params.take(np.arange(m))
+    lam = _lam(params)
+    cold = threshold_for_value(params, lam)
+    for guess in (
+        cold * RNG.uniform(0.7, 1.4, m),  # parameters moved a little
+        cold * 10.0 ** RNG.uniform(-6, 6, m),  # far off
+        np.full(m, np.nan),
+        np.where(RNG.random(m) < 0.5, np.inf, -1.0),  # ignored: from the no-signal threshold
+        0.0,
+        1e30,
+    ):
+        warm = threshold_for_value(params, lam, guess=guess)
+        assert (np.isinf(warm) == np.isinf(cold)).all()
+        fin = np.isfinite(cold)
+        np.testing.assert_allclose(warm[fin], cold[fin], rtol=1e-11)
+
+
+def test_an_exact_guess_settles_in_one_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
+    lam = _lam(WORLD)
+    exact = threshold_for_value(WORLD, lam)
+    rows: list[int] = []
+    evaluate = threshold._value_and_interval
+
+    def counted(model: _Model, iota: np.ndarray, terms: int | None) -> tuple:
+        rows.append(iota.size)
+        return evaluate(model, iota, terms)
+
+    monkeypatch.setattr(threshold, "_value_and_interval", counted)
+    again = threshold_for_value(WORLD, lam, guess=exact)
+    searched = int((~_Model.of(WORLD).greedy & np.isfinite(exact) & (exact > 0)).sum())
+    assert rows and rows[0] == searched
+    assert sum(rows) <= 1.2 * searched  # a few rows need a second step at rounding level
+    np.testing.assert_array_equal(np.isfinite(again), np.isfinite(exact))
+
+
+def test_guess_shape_is_checked() -> None:
+    with pytest.raises(ParameterError, match="guess"):
+        threshold_for_value(WORLD, 1.0, guess=np.ones(M + 1))
+    with pytest.raises(ParameterError, match="guess"):
+        threshold_for_value(WORLD, 1.0, guess=np.ones((2, M)))
+
+
+def test_floor_row() -> None:
+    """V ≥ Λ already at the smallest threshold searched: that threshold."""
+    p = UrlParams.create([1.0, 1.0], [0.5, 0.5], [0.5, 0.9], [0.2, 0.01])
+    out = threshold_for_value(p, [1e-30, 1e-30])
+    np.testing.assert_array_equal(out, [1e-6, 1e-6])
