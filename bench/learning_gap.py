@@ -127,6 +127,8 @@ Refresh = Callable[[Context], Awaitable[None]]
 def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
     """The post-processing of every estimate for ``variant`` (None: none), and what
     to run before it (em-prior: refit the population once a simulated day)."""
+    if variant in ("oracle", "learned"):
+        return None, None
     index = {u: i for i, u in enumerate(world.urls)}
     p = world.params
     true_theta = -np.log1p(-np.minimum(p.precision, 1 - 1e-12))
@@ -163,8 +165,6 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
         h = learning.history_of(states, now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
-    if variant in ("oracle", "learned"):
-        return None, None
     return swap, refresh if variant == "em-prior" else None
 
 

@@ -73,5 +73,4 @@ def thresholds(
     starts from ``previous`` thresholds where they are known (same result, less work)."""
     if params.m == 0:
         return np.empty(0)
-    guess = None if previous is None else np.asarray(previous, dtype=np.float64)
-    return threshold_for_value(params, lambdas, terms=terms, guess=guess)
+    return threshold_for_value(params, lambdas, terms=terms, guess=previous)
