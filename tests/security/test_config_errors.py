@@ -36,42 +36,63 @@ def serve(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize(
-    ("env", "args", "names"),
-    [
-        ({"CRAWLSCHED_LEASE_TTL": "5"}, [], ["CRAWLSCHED_LEASE_TTL ", "CRAWLSCHED_LEASE_TTL_S?"]),
-        ({"CRAWLSCHED_STORE": "foo"}, [], ["CRAWLSCHED_STORE:", "redis://", "'foo'"]),
-        ({"CRAWLSCHED_SHARDS": "0"}, [], ["CRAWLSCHED_SHARDS:", "greater than or equal to 1"]),
-        ({"CRAWLSCHED_CLOCK": "sundial"}, [], ["CRAWLSCHED_CLOCK:", "'sundial'"]),
-        ({"CRAWLSCHED_LEASE_TTL_S": "nan"}, [], ["CRAWLSCHED_LEASE_TTL_S:", "finite"]),
-        ({"CRAWLSCHED_LEASE_TTL_S": "ten"}, [], ["CRAWLSCHED_LEASE_TTL_S:", "'ten'"]),
-        ({"CRAWLSCHED_AUTH_TOKENS": f"wroker:{SECRET}"}, [], ["CRAWLSCHED_AUTH_TOKENS:", "role"]),
-        ({"CRAWLSCHED_AUTH_TOKENS": f"{SECRET}:admin"}, [], ["CRAWLSCHED_AUTH_TOKENS:"]),
-        ({"CRAWLSCHED_AUTH_TOKENS_FILE": "/nonexistent/t"}, [], ["AUTH_TOKENS_FILE:", "read"]),
-        ({}, ["--host", "0.0.0.0"], ["refusing to bind 0.0.0.0", "--insecure"]),
-        ({}, ["--host", "::"], ["refusing to bind ::", "CRAWLSCHED_AUTH_TOKENS"]),
-        # the clients' variables are known: the bind is what is refused here
-        (
-            {"CRAWLSCHED_TOKEN": SECRET, "CRAWLSCHED_URL": "http://x"},
-            ["--host", "0.0.0.0"],
-            ["bind"],
-        ),
-        ({}, ["--ssl-keyfile", "/etc/hostname"], ["--ssl-keyfile and --ssl-certfile go together"]),
-        ({}, ["--ssl-keyfile", "/etc/hostname", "--ssl-certfile", "/etc/hostname"], ["TLS"]),
-    ],
-)
+#: (environment, serve options, what the one line names); the first cases run as real
+#: subprocesses, all of them also in process through ``main``.
+REFUSALS = [
+    ({"CRAWLSCHED_LEASE_TTL": "5"}, [], ["CRAWLSCHED_LEASE_TTL ", "CRAWLSCHED_LEASE_TTL_S?"]),
+    ({"CRAWLSCHED_STORE": "foo"}, [], ["CRAWLSCHED_STORE:", "redis://", "'foo'"]),
+    ({"CRAWLSCHED_AUTH_TOKENS": f"wroker:{SECRET}"}, [], ["CRAWLSCHED_AUTH_TOKENS:", "role"]),
+    ({}, ["--host", "0.0.0.0"], ["refusing to bind 0.0.0.0", "--insecure"]),
+    ({}, ["--ssl-keyfile", "/etc/hostname"], ["--ssl-keyfile and --ssl-certfile go together"]),
+    # in process only
+    ({"CRAWLSCHED_SHARDS": "0"}, [], ["CRAWLSCHED_SHARDS:", "greater than or equal to 1"]),
+    ({"CRAWLSCHED_CLOCK": "sundial"}, [], ["CRAWLSCHED_CLOCK:", "'sundial'"]),
+    ({"CRAWLSCHED_LEASE_TTL_S": "nan"}, [], ["CRAWLSCHED_LEASE_TTL_S:", "finite"]),
+    ({"CRAWLSCHED_LEASE_TTL_S": "ten"}, [], ["CRAWLSCHED_LEASE_TTL_S:", "'ten'"]),
+    ({"CRAWLSCHED_AUTH_TOKENS": f"{SECRET}:admin"}, [], ["CRAWLSCHED_AUTH_TOKENS:"]),
+    ({"CRAWLSCHED_AUTH_TOKENS_FILE": "/nonexistent/t"}, [], ["AUTH_TOKENS_FILE:", "read"]),
+    ({}, ["--host", "::"], ["refusing to bind ::", "CRAWLSCHED_AUTH_TOKENS"]),
+    # the clients' variables are known: the bind is what is refused here
+    ({"CRAWLSCHED_TOKEN": SECRET, "CRAWLSCHED_URL": "http://x"}, ["--host", "0.0.0.0"], ["bind"]),
+    ({}, ["--ssl-keyfile", "/etc/hostname", "--ssl-certfile", "/etc/hostname"], ["TLS"]),
+]
+SUBPROCESS_CASES = 5
+
+
+def _check_one_line(stderr: str, names: list[str]) -> None:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ")
+    for name in names:
+        assert name in lines[0]
+    assert SECRET not in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(("env", "args", "names"), REFUSALS[:SUBPROCESS_CASES])
 def test_serve_refuses_to_start_with_one_line(
     env: dict[str, str], args: list[str], names: list[str]
 ) -> None:
     done = serve(clean_env(**env), *args)
     assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("error: ")
-    for name in names:
-        assert name in lines[0]
-    assert SECRET not in done.stderr + done.stdout
-    assert "Traceback" not in done.stderr
+    _check_one_line(done.stderr, names)
+    assert SECRET not in done.stdout
+
+
+@pytest.mark.parametrize(("env", "args", "names"), REFUSALS)
+def test_serve_refuses_in_process_too(
+    env: dict[str, str],
+    args: list[str],
+    names: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("CRAWLSCHED_"):
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve", "--port", str(free_port()), *args]) == 2
+    _check_one_line(capsys.readouterr().err, names)
 
 
 def test_several_unknown_variables_are_all_named() -> None:
