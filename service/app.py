@@ -12,8 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from service import __version__
-from service.auth import TokenTable
+from service import __version__, auth
 from service.clock import AcceleratedClock, Clock, ManualClock, SystemClock
 from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthenticated
 from service.metrics import Metrics
@@ -139,7 +138,7 @@ def create_app(
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)
-    app.state.tokens = TokenTable(settings.auth_pairs())  # empty: authentication off
+    auth.install(app, auth.TokenTable(settings.auth_pairs()))  # no token: authentication off
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
     for module in (urls, events, dispatch, ops):
@@ -156,8 +155,7 @@ def create_app(
 
     @app.exception_handler(Unauthenticated)
     async def _unauthenticated(_: Request, exc: Unauthenticated) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"}
-        return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+        return auth.unauthenticated_response(exc)
 
     @app.exception_handler(Forbidden)
     async def _forbidden(_: Request, exc: Forbidden) -> JSONResponse:

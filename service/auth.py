@@ -16,8 +16,10 @@ role        may call
 ==========  ==========================================================
 
 ``/healthz``, ``/docs`` and ``/openapi.json`` stay open.  A missing or unknown
-token is answered 401 with ``WWW-Authenticate: Bearer``; a known token of a role
-the route does not admit, 403.  Tokens are kept as SHA-256 digests and compared
+token is answered 401 with ``WWW-Authenticate: Bearer`` by :class:`AuthenticationGate`
+before the request body is read (an anonymous caller cannot make the service
+parse anything); a known token of a role the route does not admit gets 403 from
+the route's :func:`require` dependency.  Tokens are kept as SHA-256 digests and compared
 with :func:`hmac.compare_digest` against every configured one (no early exit), so
 the time taken says nothing about which token, or how much of one, matched.
 
@@ -34,20 +36,32 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import SecretStr
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.errors import Forbidden, Unauthenticated
 
 __all__ = [
+    "OPEN_PATHS",
+    "AuthenticationGate",
     "ReadCaller",
     "Role",
     "TokenTable",
+    "authenticate",
     "get_tokens",
+    "install",
     "parse_tokens",
     "require",
+    "unauthenticated_response",
 ]
+
+#: Routes any caller may use (besides the app's documentation and schema).
+OPEN_PATHS = frozenset({"/healthz"})
 
 #: RFC 6750 section 2.1: the characters a bearer token may hold.
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
@@ -160,8 +174,74 @@ class TokenTable:
         return found
 
 
+def authenticate(tokens: TokenTable, scheme: str, credentials: str) -> Role:
+    """The role of the caller who sent ``Authorization: <scheme> <credentials>``.
+
+    Returns ``admin`` when no token is configured (authentication off).
+
+    Raises
+    ------
+    Unauthenticated
+        No bearer token, or one not configured.
+    """
+    if not tokens.enabled:
+        return Role.ADMIN
+    if scheme.lower() != "bearer" or not credentials:
+        raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
+    found = tokens.role_of(credentials)
+    if found is None:
+        raise Unauthenticated("unknown bearer token")
+    return found
+
+
+def unauthenticated_response(exc: Unauthenticated) -> JSONResponse:
+    """The 401 answer, with the challenge RFC 6750 section 3 asks for."""
+    headers = {"WWW-Authenticate": "Bearer"}
+    return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+
+
+class AuthenticationGate:
+    """ASGI middleware: with tokens configured, a request without a known bearer
+    token gets 401 before its body is read, except on ``open_paths``.
+
+    Which role may do what is left to the routes' :func:`require` dependencies.
+    """
+
+    def __init__(self, app: ASGIApp, *, tokens: TokenTable, open_paths: Iterable[str]) -> None:
+        self.app = app
+        self.tokens = tokens
+        self.open_paths = frozenset(open_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.tokens.enabled:
+            path: str = scope["path"]
+            root: str = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            if path not in self.open_paths:
+                header = Headers(scope=scope).get("authorization")
+                scheme, credentials = get_authorization_scheme_param(header)
+                try:
+                    authenticate(self.tokens, scheme, credentials)
+                except Unauthenticated as exc:
+                    await unauthenticated_response(exc)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def install(app: FastAPI, tokens: TokenTable) -> None:
+    """Give ``app`` its token table and the :class:`AuthenticationGate` in front.
+
+    Open: :data:`OPEN_PATHS` and the app's documentation and schema URLs.
+    """
+    app.state.tokens = tokens
+    docs = (app.openapi_url, app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url)
+    open_paths = OPEN_PATHS | {path for path in docs if path}
+    app.add_middleware(AuthenticationGate, tokens=tokens, open_paths=open_paths)
+
+
 def get_tokens(request: Request) -> TokenTable:
-    """The app's token table (set by ``create_app``)."""
+    """The app's token table (set by :func:`install`)."""
     tokens: TokenTable = request.app.state.tokens
     return tokens
 
@@ -192,14 +272,10 @@ def require(role: Role) -> Any:
         request: Request,
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> Role:
-        tokens = get_tokens(request)
-        if not tokens.enabled:
-            return Role.ADMIN
         if credentials is None:
-            raise Unauthenticated("a bearer token is required (Authorization: Bearer <token>)")
-        found = tokens.role_of(credentials.credentials)
-        if found is None:
-            raise Unauthenticated("unknown bearer token")
+            found = authenticate(get_tokens(request), "", "")
+        else:
+            found = authenticate(get_tokens(request), credentials.scheme, credentials.credentials)
         if found not in admitted:
             needed = role.value if role is Role.ADMIN else f"{role.value} or admin"
             raise Forbidden(f"this call needs the role {needed}; the token has {found.value}")

@@ -186,9 +186,14 @@ async def test_health_and_schema_stay_open(api: httpx.AsyncClient) -> None:
 
 
 async def test_authentication_comes_before_validation(api: httpx.AsyncClient) -> None:
-    # an anonymous caller learns nothing about the body's schema
+    # an anonymous caller learns nothing about the body's schema, nor gets it parsed
     bad = {"urls": [{"url": "ftp://nope", "weight": -1}]}
     assert (await api.post("/urls", json=bad)).status_code == 401
+    not_json = {"content-type": "application/json"}
+    assert (await api.post("/urls", content=b"{nope", headers=not_json)).status_code == 401
+    assert (await api.get("/no-such-route")).status_code == 401
+    with_token = {**not_json, **bearer("admin")}
+    assert (await api.post("/urls", content=b"{nope", headers=with_token)).status_code == 422
     assert (await api.post("/urls", json=bad, headers=bearer("worker"))).status_code == 403
     assert (await api.post("/urls", json=bad, headers=bearer("admin"))).status_code == 422
 

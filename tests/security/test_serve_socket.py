@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import ssl
 import subprocess
 import sysconfig
@@ -131,6 +132,21 @@ async def _sdk_calls(base_url: str) -> None:
         with pytest.raises(CrawlschedError) as refused:
             await anonymous.next(1)
         assert refused.value.status_code == 401
+
+
+def test_anonymous_bodies_are_refused_unread(tmp_path: Path) -> None:
+    # headers announcing a 20 MB body, then nothing: the 401 comes at once, without
+    # waiting for (or parsing) the body
+    with served(tmp_path, {"CRAWLSCHED_AUTH_TOKENS": "admin:a1"}) as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
+            sock.sendall(
+                b"POST /urls HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 20000000\r\n\r\n"
+            )
+            head = sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 401"), head
+    assert b"www-authenticate: Bearer" in head.lower().replace(b"bearer", b"Bearer")
 
 
 def test_sdk_sends_its_token(tmp_path: Path) -> None:
