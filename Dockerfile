@@ -1,4 +1,6 @@
-# crawlsched API: slim, non-root, with a health check on /healthz.
+# crawlsched API: slim, non-root, with a health check on /healthz (which needs no token).
+# It listens on every interface of the container, so it refuses to start without tokens:
+# set CRAWLSCHED_AUTH_TOKENS (role:token,...) or CRAWLSCHED_AUTH_TOKENS_FILE.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1

@@ -12,9 +12,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from service import __version__
+from service import __version__, auth
 from service.clock import AcceleratedClock, Clock, ManualClock, SystemClock
-from service.errors import InvalidInput, NotFound, StoreUnavailable
+from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthenticated
 from service.metrics import Metrics
 from service.routes import dispatch, events, ops, urls
 from service.scheduler.context import Context
@@ -106,6 +106,11 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.store == "memory":
+            log.warning(
+                "the memory store keeps nothing across restarts: URLs, leases and estimates "
+                "are lost when this process stops (CRAWLSCHED_STORE=redis://… keeps them)"
+            )
         opened = given or await open_store(settings)
         shared_clock = clock
         if fixed_clock is None and settings.clock == "accelerated":
@@ -133,6 +138,7 @@ def create_app(
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)
+    auth.install(app, auth.TokenTable(settings.auth_pairs()))  # no token: authentication off
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
     for module in (urls, events, dispatch, ops):
@@ -146,6 +152,15 @@ def create_app(
     @app.exception_handler(NotFound)
     async def _not_found(_: Request, exc: NotFound) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=404)
+
+    @app.exception_handler(Unauthenticated)
+    async def _unauthenticated(_: Request, exc: Unauthenticated) -> JSONResponse:
+        return auth.unauthenticated_response(exc)
+
+    @app.exception_handler(Forbidden)
+    async def _forbidden(_: Request, exc: Forbidden) -> JSONResponse:
+        headers = {"WWW-Authenticate": 'Bearer error="insufficient_scope"'}
+        return JSONResponse({"detail": str(exc)}, status_code=403, headers=headers)
 
     @app.exception_handler(StoreUnavailable)
     async def _unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:

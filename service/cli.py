@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.policies import POLICY_NAMES
 from scheduler_core.sim import DAY_S, World, WorldSpec
 from scheduler_core.sim.bandwidth import Bandwidth
-from service.client import CrawlschedClient
+from service.client import CrawlschedClient, CrawlschedError
+from service.errors import ConfigError
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
 from service.loadgen.runner import LoadgenOptions, run_loadgen
@@ -25,6 +28,8 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
+from service.serving import check_bind, check_tls, log_config
+from service.settings import check_environment, get_settings
 from service.sim_runner import run_simulation
 from service.simulation import ParamMode
 from service.store.redis.local import LocalRedis
@@ -95,8 +100,10 @@ def _finish(report: LoadgenReport, json_path: Path | None) -> None:
         console.print(f"report written to {json_path}")
 
 
-async def _drive(base_url: str, world: World, workers: int, params: str) -> LoadgenReport:
-    async with CrawlschedClient(base_url) as client:
+async def _drive(
+    base_url: str, world: World, workers: int, params: str, token: str | None
+) -> LoadgenReport:
+    async with CrawlschedClient(base_url, token=token) as client:
         options = LoadgenOptions(workers=workers, params=params)
         return await run_loadgen(world, client, options, log=console.print)
 
@@ -105,16 +112,54 @@ async def _drive(base_url: str, world: World, workers: int, params: str) -> Load
 def serve(
     host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="bind beyond loopback although no token is configured (anyone who "
+            "reaches the port may change the frontier)",
+        ),
+    ] = False,
+    ssl_keyfile: Annotated[
+        Path | None,
+        typer.Option("--ssl-keyfile", help="TLS: private key (PEM), with --ssl-certfile"),
+    ] = None,
+    ssl_certfile: Annotated[
+        Path | None,
+        typer.Option("--ssl-certfile", help="TLS: certificate chain (PEM), with --ssl-keyfile"),
+    ] = None,
 ) -> None:
-    """Run the HTTP service (configuration from CRAWLSCHED_* environment variables)."""
+    """Run the HTTP service (configuration from CRAWLSCHED_* environment variables).
+
+    Without a token configured it binds only to loopback unless --insecure.
+    """
     import uvicorn
 
-    uvicorn.run("service.app:create_app", factory=True, host=host, port=port)
+    from service.app import create_app
+
+    settings = get_settings()
+    check_tls(ssl_keyfile, ssl_certfile)
+    if check_bind(host, settings, insecure=insecure):
+        console.print(
+            f"warning: serving on {host} without authentication (--insecure): anyone who "
+            "reaches the port may register, lease, settle and delete URLs",
+            highlight=False,
+        )
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),
+        ssl_certfile=None if ssl_certfile is None else str(ssl_certfile),
+        log_config=log_config(),
+    )
 
 
 @app.command()
 def loadgen(
-    url: Annotated[str, typer.Option("--url", help="base URL of a running service")],
+    url: Annotated[
+        str, typer.Option("--url", envvar="CRAWLSCHED_URL", help="base URL of a running service")
+    ],
     world: WorldOpt = None,
     seed: SeedOpt = None,
     no_signals: NoSignalsOpt = False,
@@ -123,10 +168,19 @@ def loadgen(
     trace_in: TraceInOpt = None,
     workers: WorkersOpt = 4,
     params: ParamsOpt = ParamMode.learned,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="CRAWLSCHED_TOKEN",
+            help="bearer token of the admin role (the load generator plays every role)",
+        ),
+    ] = None,
 ) -> None:
     """Replay a simulated web against a running service (accelerated clock) and score it."""
+    check_environment()
     w = _world(world, seed, no_signals, trace_in, trace_out)
-    _finish(asyncio.run(_drive(url, w, workers, params.value)), json_path)
+    _finish(asyncio.run(_drive(url, w, workers, params.value, token)), json_path)
 
 
 @app.command()
@@ -159,6 +213,7 @@ def demo(
     params: ParamsOpt = ParamMode.learned,
 ) -> None:
     """Start the service (in-memory store by default) and run the load generator against it."""
+    check_environment()
     w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
     cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * DAY_S
@@ -177,7 +232,9 @@ def demo(
 def _demo(
     w: World, speed: float, cap_s: float, store: str, workers: int, params: str
 ) -> LoadgenReport:
+    token = secrets.token_urlsafe(32)  # the run's own admin token
     env = {
+        "CRAWLSCHED_AUTH_TOKENS": f"admin:{token}",
         "CRAWLSCHED_STORE": store,
         "CRAWLSCHED_CLOCK": "accelerated",
         "CRAWLSCHED_CLOCK_SPEED": repr(speed),
@@ -192,7 +249,7 @@ def _demo(
         f"revisit cap {cap_s / DAY_S:g} days"
     )
     with served_app(env) as base_url:
-        return asyncio.run(_drive(base_url, w, workers, params))
+        return asyncio.run(_drive(base_url, w, workers, params, token))
 
 
 def _bandwidth(text: str | None) -> Bandwidth | None:
@@ -267,11 +324,17 @@ def world_cmd() -> None:
     typer.echo(default_spec_toml())
 
 
+def _error(message: str) -> None:
+    """``error: message`` on stderr, on one line however long."""
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``crawlsched`` console script; returns the exit code.
 
-    Bad world specs and traces end with a one-line error (exit code 2), not a
-    traceback.
+    Bad world specs and traces, unknown or invalid ``CRAWLSCHED_*`` variables and
+    a refused bind end with a one-line error (exit code 2), not a traceback; so
+    does an error answer of the service to the load generator (exit code 1).
     """
     try:
         app(args=argv, prog_name="crawlsched", standalone_mode=False)
@@ -287,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         console.print("aborted")
         return 130
-    except (TraceError, ParameterError) as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    except (TraceError, ParameterError, ConfigError) as exc:
+        _error(str(exc))
         return 2
+    except CrawlschedError as exc:
+        hint = " (pass --token or set CRAWLSCHED_TOKEN)" if exc.status_code in (401, 403) else ""
+        _error(f"{exc}{hint}")
+        return 1
     return 0

@@ -86,6 +86,9 @@ class CrawlschedClient:
     retry_for_s : float
         How long to keep retrying a failing request, wall s from its first
         failure; 0 disables retries.
+    token : str, optional
+        Bearer token sent as ``Authorization: Bearer <token>`` on every request
+        (also set on a given ``http`` client); its role must admit the calls made.
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class CrawlschedClient:
         *,
         http: httpx.AsyncClient | None = None,
         retry_for_s: float = 30.0,
+        token: str | None = None,
     ) -> None:
         if retry_for_s < 0:
             raise ValueError("retry_for_s must be >= 0")
@@ -101,6 +105,8 @@ class CrawlschedClient:
         self._http = http or httpx.AsyncClient(
             base_url=base_url, timeout=30.0, limits=httpx.Limits(max_connections=32)
         )
+        if token is not None:
+            self._http.headers["Authorization"] = f"Bearer {token}"
         self.retry_for_s = retry_for_s
         self.stats = ClientStats()
 

@@ -5,14 +5,25 @@ The tree::
     ServiceError               root
     ├── InvalidInput           bad input the schemas cannot see (422, field + reason)
     ├── NotFound               unknown URL or host (404)
-    └── StoreUnavailable       the store cannot be reached (503)
+    ├── StoreUnavailable       the store cannot be reached (503)
+    ├── Unauthenticated        no bearer token, or an unknown one (401)
+    ├── Forbidden              a token whose role may not make this call (403)
+    └── ConfigError            a setting is unknown or invalid (startup; exit code 2)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["InvalidInput", "NotFound", "ServiceError", "StoreUnavailable"]
+__all__ = [
+    "ConfigError",
+    "Forbidden",
+    "InvalidInput",
+    "NotFound",
+    "ServiceError",
+    "StoreUnavailable",
+    "Unauthenticated",
+]
 
 
 class ServiceError(Exception):
@@ -42,3 +53,18 @@ class NotFound(ServiceError):
 
 class StoreUnavailable(ServiceError):
     """The store did not answer; the request changed nothing it acknowledged."""
+
+
+class Unauthenticated(ServiceError):
+    """The request carries no bearer token, or one the service does not know."""
+
+
+class Forbidden(ServiceError):
+    """The caller's token is known, but its role may not make this call."""
+
+
+class ConfigError(ServiceError):
+    """A ``CRAWLSCHED_*`` variable is unknown or holds an invalid value.
+
+    The message is one line, names the variable and never quotes a secret.
+    """

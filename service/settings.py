@@ -1,18 +1,43 @@
 """Service configuration from ``CRAWLSCHED_*`` environment variables.
 
 Durations are in clock seconds: under an accelerated clock they are simulated
-seconds.  Build with :func:`get_settings`; tests pass a :class:`Settings` to
-``create_app`` instead.
+seconds.  Build with :func:`get_settings`, which also refuses ``CRAWLSCHED_*``
+variables nobody reads (naming the closest known one) and turns invalid values
+into a one-line :class:`~service.errors.ConfigError`; tests pass a
+:class:`Settings` to ``create_app`` instead.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
-__all__ = ["DAY_S", "Settings", "get_settings"]
+from service.auth import Role, TokenTable, parse_tokens
+from service.errors import ConfigError
+
+__all__ = [
+    "CLIENT_VARIABLES",
+    "DAY_S",
+    "ENV_PREFIX",
+    "Settings",
+    "check_environment",
+    "get_settings",
+    "known_variables",
+]
+
+ENV_PREFIX = "CRAWLSCHED_"
+
+#: Variables read by the clients (the load generator, tools), not by the service.
+CLIENT_VARIABLES = {
+    "CRAWLSCHED_TOKEN": "bearer token the load generator sends",
+    "CRAWLSCHED_URL": "base URL of the service the load generator drives",
+}
 
 DAY_S = 86_400.0
 
@@ -20,10 +45,19 @@ DAY_S = 86_400.0
 class Settings(BaseSettings):
     """Every knob of the service, with its default and unit."""
 
-    model_config = SettingsConfigDict(env_prefix="CRAWLSCHED_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, allow_inf_nan=False
+    )
 
     store: str = Field("memory", description="`memory` (embedded default) or a redis:// URL")
     shards: int = Field(16, ge=1, le=4096, description="host shards (one sorted set of hosts each)")
+
+    auth_tokens: SecretStr | None = Field(
+        None, description="role:token pairs, comma-separated (roles: admin, worker, events, read)"
+    )
+    auth_tokens_file: Path | None = Field(
+        None, description="a file of role:token pairs, one a line"
+    )
 
     clock: Literal["system", "accelerated", "manual"] = "system"
     clock_speed: float = Field(1.0, gt=0, description="accelerated clock: clock s per wall s")
@@ -103,7 +137,125 @@ class Settings(BaseSettings):
             raise ValueError("must be `memory` or a redis:// URL")
         return value
 
+    @field_validator("auth_tokens")
+    @classmethod
+    def _token_pairs(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not parse_tokens(value.get_secret_value(), one_per_line=False):
+            raise ValueError("holds no role:token pair (unset it to turn authentication off)")
+        return value
+
+    @field_validator("auth_tokens_file")
+    @classmethod
+    def _token_file(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            _read_token_file(value)
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_tokens(self) -> Settings:
+        TokenTable(self.auth_pairs())  # raises ValueError if a token is listed twice
+        return self
+
+    def auth_pairs(self) -> list[tuple[Role, SecretStr]]:
+        """The configured ``(role, token)`` pairs, from both sources; empty: auth off.
+
+        Raises
+        ------
+        ValueError
+            If the token file cannot be read or holds a malformed pair.
+        """
+        pairs = []
+        if self.auth_tokens is not None:
+            pairs += parse_tokens(self.auth_tokens.get_secret_value(), one_per_line=False)
+        if self.auth_tokens_file is not None:
+            pairs += _read_token_file(self.auth_tokens_file)
+        return pairs
+
+
+def _read_token_file(path: Path) -> list[tuple[Role, SecretStr]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ValueError(f"cannot read {path}: {reason}") from None
+    pairs = parse_tokens(text, one_per_line=True)
+    if not pairs:
+        raise ValueError(f"{path} holds no role:token pair")
+    return pairs
+
+
+def known_variables() -> list[str]:
+    """Every ``CRAWLSCHED_*`` variable something reads: the settings and the clients'."""
+    fields = [ENV_PREFIX + name.upper() for name in Settings.model_fields]
+    return sorted([*fields, *CLIENT_VARIABLES])
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Refuse ``CRAWLSCHED_*`` variables that nothing reads (a misspelt one would be
+    silently ignored).
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Defaults to :data:`os.environ`.  Names are compared case-insensitively, as
+        the settings read them.
+
+    Raises
+    ------
+    ConfigError
+        Naming each unknown variable and the closest known one (:mod:`difflib`).
+    """
+    environ = os.environ if environ is None else environ
+    known = known_variables()
+    unknown = sorted(
+        name
+        for name in environ
+        if name.upper().startswith(ENV_PREFIX) and name.upper() not in known
+    )
+    if unknown:
+        raise ConfigError("; ".join(_unknown(name, known) for name in unknown))
+
+
+def _unknown(name: str, known: list[str]) -> str:
+    # compared without the shared prefix, which would make every name look close
+    suffixes = [k.removeprefix(ENV_PREFIX) for k in known]
+    close = difflib.get_close_matches(name.upper().removeprefix(ENV_PREFIX), suffixes, n=1)
+    hint = f"did you mean {ENV_PREFIX}{close[0]}?" if close else "see the README's Configuration"
+    return f"unknown variable {name} ({hint})"
+
+
+#: Settings whose values are never quoted in an error.
+_SECRET_FIELDS = frozenset({"auth_tokens"})
+
+
+def _describe(error: Mapping[str, object]) -> str:
+    loc = error["loc"]
+    assert isinstance(loc, tuple)
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    if not loc:  # a check across fields: its message names the variables
+        return f"{ENV_PREFIX}AUTH_TOKENS / {ENV_PREFIX}AUTH_TOKENS_FILE: {msg}"
+    field = str(loc[0])
+    text = f"{ENV_PREFIX}{field.upper()}: {msg}"
+    value = error.get("input")
+    if field not in _SECRET_FIELDS and isinstance(value, str):
+        shown = value if len(value) <= 60 else value[:60] + "…"
+        text += f" (got {shown!r})"
+    return text
+
 
 def get_settings() -> Settings:
-    """Settings from the environment (a new object each call; no global)."""
-    return Settings()
+    """Settings from the environment (a new object each call; no global).
+
+    Raises
+    ------
+    ConfigError
+        If a ``CRAWLSCHED_*`` variable is unknown (:func:`check_environment`) or a
+        value is invalid; the message is one line and never quotes a token.
+    """
+    check_environment()
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_describe(e) for e in exc.errors())) from None
+    except SettingsError as exc:
+        raise ConfigError(str(exc).replace("\n", " ")) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from service.auth import Role, require
 from service.deps import CtxDep
 from service.scheduler import events
 from service.schemas import BatchOut, ClicksIn, CrawlResultsIn, SignalsIn
@@ -11,19 +12,19 @@ from service.schemas import BatchOut, ClicksIn, CrawlResultsIn, SignalsIn
 router = APIRouter(tags=["events"])
 
 
-@router.post("/signal", response_model=BatchOut)
+@router.post("/signal", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
 async def post_signals(body: SignalsIn, ctx: CtxDep) -> BatchOut:
     """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow)."""
     return await events.ingest_signals(ctx, body.signals)
 
 
-@router.post("/click", response_model=BatchOut)
+@router.post("/click", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
 async def post_clicks(body: ClicksIn, ctx: CtxDep) -> BatchOut:
     """Requests (clicks) for cached copies: the importance signal."""
     return await events.ingest_clicks(ctx, body.clicks)
 
 
-@router.post("/crawl-result", response_model=BatchOut)
+@router.post("/crawl-result", response_model=BatchOut, dependencies=[require(Role.WORKER)])
 async def post_results(body: CrawlResultsIn, ctx: CtxDep) -> BatchOut:
     """Outcomes of leased fetches."""
     return await events.ingest_results(ctx, body.results)

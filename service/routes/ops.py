@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from service.auth import Role, require
 from service.deps import CtxDep
 from service.errors import StoreUnavailable
 from service.schemas import HealthOut
@@ -12,7 +13,7 @@ from service.schemas import HealthOut
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/metrics")
+@router.get("/metrics", dependencies=[require(Role.READ)])
 async def metrics(ctx: CtxDep) -> Response:
     """Prometheus text: λ₀, λ_h of the top hosts, backlog, leases, event counters."""
     stats = await ctx.store.stats(ctx.clock.now(), ctx.settings.metrics_top_hosts)

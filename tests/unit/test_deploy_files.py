@@ -3,12 +3,18 @@ is needed to check that; CI has none)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+from pydantic import SecretStr
 
-from service.settings import Settings
+from service.auth import Role, TokenTable
+from service.errors import ConfigError
+from service.serving import check_bind
+from service.settings import Settings, known_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,3 +48,30 @@ def test_image_is_slim_non_root_and_health_checked() -> None:
     assert "FROM python:3.11-slim" in text
     assert "\nUSER crawlsched" in text
     assert "HEALTHCHECK" in text and "/healthz" in text
+
+
+def _default(value: str) -> str:
+    """The default of a compose ``${VAR:-default}`` value."""
+    assert value.startswith("${") and ":-" in value and value.endswith("}"), value
+    return value[value.index(":-") + 2 : -1]
+
+
+def test_compose_api_has_tokens_and_the_loadgen_an_admin_one() -> None:
+    services = _compose()["services"]
+    tokens = _default(services["api"]["environment"]["CRAWLSCHED_AUTH_TOKENS"])
+    settings = Settings(auth_tokens=SecretStr(tokens))
+    loadgen_env = services["loadgen"]["environment"]
+    assert set(loadgen_env) <= set(known_variables())
+    loadgen_token = _default(loadgen_env["CRAWLSCHED_TOKEN"])
+    assert TokenTable(settings.auth_pairs()).role_of(loadgen_token) is Role.ADMIN
+
+
+def test_image_binds_every_interface_only_with_tokens() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    cmd = json.loads(text[text.index("\nCMD ") + 5 :].splitlines()[0])
+    assert cmd[:2] == ["crawlsched", "serve"]
+    host = cmd[cmd.index("--host") + 1]
+    tokens = _default(_compose()["services"]["api"]["environment"]["CRAWLSCHED_AUTH_TOKENS"])
+    assert check_bind(host, Settings(auth_tokens=SecretStr(tokens)), insecure=False) is False
+    with pytest.raises(ConfigError, match="refusing to bind"):
+        check_bind(host, Settings(), insecure=False)
