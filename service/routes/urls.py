@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from service.deps import CtxDep
+from service.deps import CtxDep, IdempotencyKeyHeader
 from service.scheduler import registry
 from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, UrlsIn, UrlsRemoveIn
 from service.urls import canonical_url
@@ -13,9 +13,11 @@ router = APIRouter(tags=["frontier"])
 
 
 @router.post("/urls", response_model=RegisterOut)
-async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
+async def register_urls(
+    body: UrlsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
+) -> RegisterOut:
     """Register URLs (or update their priors)."""
-    return await registry.register(ctx, body.urls)
+    return await registry.register(ctx, body.urls, idempotency_key)
 
 
 @router.delete("/urls", response_model=RemoveOut)
