@@ -217,3 +217,34 @@ async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) ->
         (answer,) = await store._scripts.run(store.client, [Call("settle", keys.all, head)])
         assert answer == [4, 4, 2]
         assert URL.unpack(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
+
+
+async def test_leases_of_the_earlier_layout_are_still_read(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """Lease records written before the issue time was kept ("<Bd" + text) are read
+    with an unknown issue time: they settle, expire and report as before."""
+    urls = ["https://a.example/x", "https://b.example/y"]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    _, grants = await store.lease_next(T0 + 500, 2, TTL_S, dispatch_ahead=False)
+    for g in grants:
+        parsed = parse_lease_id(g.lease_id, SHARDS)
+        assert parsed is not None
+        shard, seq, nonce = parsed
+        host = g.state.host
+        old = (
+            struct.pack("<Bd", 1, g.deadline)
+            + f"{nonce} {host} {url_key(g.state.url, host)}".encode()
+        )
+        raw.hset(ShardKeys(shard).all[3], str(seq), old)
+    infos = await store.lease_status([g.lease_id for g in grants])
+    assert [(i.status, i.url, i.issued_at) for i in infos] == [
+        ("active", g.state.url, None) for g in grants
+    ]
+    first, second = grants
+    done = CrawlOutcome(first.state.url, first.lease_id, T0 + 501, True, True)
+    assert await store.settle([done], 60.0, 0.0, 8) == [EventStatus.ACCEPTED]
+    stats = await store.stats(T0 + 500 + TTL_S, 0)  # the other one expires
+    assert (stats.leases_active, stats.leases_expired_total) == (0, 1)
+    (late,) = await store.lease_status([second.lease_id])
+    assert (late.status, late.issued_at) == ("expired", None)

@@ -153,7 +153,7 @@ class RedisDispatch(RedisMultipliers):
                 status, host, ukey, issued = flat[4 * j : 4 * j + 4]
                 if int(status) in _LEASE:
                     url = expand_url(text(ukey), text(host))
-                    out[i] = LeaseInfo(_LEASE[int(status)], url, float(issued))
+                    out[i] = LeaseInfo(_LEASE[int(status)], url, float(issued) if issued else None)
         return out
 
     @unavailable

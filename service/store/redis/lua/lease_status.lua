@@ -10,7 +10,7 @@ for i = 1, #ARGV, 2 do
     out[#out + 1] = l.status
     out[#out + 1] = l.host
     out[#out + 1] = l.ukey
-    out[#out + 1] = str(l.issued)
+    if isnan(l.issued) then out[#out + 1] = '' else out[#out + 1] = str(l.issued) end
   else
     out[#out + 1] = 0
     out[#out + 1] = ''

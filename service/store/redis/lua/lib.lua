@@ -189,14 +189,21 @@ local function put_host(host, h)
 end
 
 -- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), issue time
--- (Unix s), then "<nonce> <host> <url key>" (none of them holds white space).
+-- (Unix s), then "<nonce> <host> <url key>" (none of them holds white space).  Records
+-- written before the issue time was kept lack it (read as NaN: unknown).
 local ACTIVE, EXPIRED, SETTLED = 1, 2, 3
 local LEASE = '<Bdd'
+local TEXT = '^(%S+) (%S+) (%S+)$'
 local function get_lease(seq)
   local s = redis.call('HGET', K_LEASES, seq)
   if not s then return nil end
   local status, deadline, issued, rest = struct.unpack(LEASE, s)
-  local nonce, host, ukey = string.match(string.sub(s, rest), '^(%S+) (%S+) (%S+)$')
+  local nonce, host, ukey = string.match(string.sub(s, rest), TEXT)
+  if not nonce then  -- the earlier layout: no issue time
+    status, deadline, rest = struct.unpack('<Bd', s)
+    issued = NAN
+    nonce, host, ukey = string.match(string.sub(s, rest), TEXT)
+  end
   return {status = status, deadline = deadline, issued = issued, nonce = nonce, host = host,
           ukey = ukey}
 end
