@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -48,9 +49,10 @@ class ClientStats:
         Attempts that got no HTTP answer (connection refused or reset, timeout).
     unanswered : dict[str, Counter[str]]
         Per path (``/click``, ``/signal``, ``/crawl-result``), per URL: events sent
-        in attempts that got a 503 or lost their answer, which the service may
-        therefore have applied, in part or whole, without acknowledging them.
-        Attempts refused before reaching the service are not counted.
+        in attempts that got a 503 or lost their answer, which the service may have
+        applied, in part or whole, without acknowledging them (a retry of the batch,
+        under the same idempotency key, then gets the first answer and applies only
+        the rest).  Attempts refused before reaching the service are not counted.
     """
 
     requests: int = 0
@@ -68,13 +70,15 @@ class CrawlschedClient:
     exponential backoff (0.05 s doubling up to 1 s), for up to ``retry_for_s``
     seconds from its first failure; then the last error is raised.
 
-    Retries make delivery **at-least-once**: a POST whose answer was lost (or
-    that got a 503 after the store applied part of the batch) may have taken
-    effect and is sent again.  Clicks and signals may then be counted twice; a
-    crawl result sent again is answered ``duplicate`` (a lease settles once); a
-    ``GET /next`` whose answer was lost leaves leases nobody holds, which expire
-    and are dispatched again.  :attr:`stats` counts the retries and, per URL, the
-    events that may have been applied without an acknowledgement.
+    Every POST batch carries an ``Idempotency-Key`` header, one per call and the
+    same on each of its retries, so delivery is **exactly-once**: a POST whose
+    answer was lost (or that got a 503 after the store applied part of the batch)
+    is sent again and the service answers it as the first time, applying only what
+    it had not (within the service's ``CRAWLSCHED_IDEMPOTENCY_S``).  A batch the
+    client gives up on may have been applied in part.  A ``GET /next`` whose answer
+    was lost leaves leases nobody holds, which expire and are dispatched again.
+    :attr:`stats` counts the retries and, per URL, the events sent in attempts that
+    got no answer.
 
     Parameters
     ----------
@@ -127,10 +131,12 @@ class CrawlschedClient:
         path: str,
         *,
         events: Sequence[Mapping[str, Any]] = (),
+        idempotent: bool = False,
         **kwargs: Any,
     ) -> Any:
         """One request, retried on 503 and transport errors (see the class docstring);
-        ``events`` (each with a ``url``) are what the body carries, for the stats.
+        ``events`` (each with a ``url``) are what the body carries, for the stats;
+        ``idempotent``: send a new ``Idempotency-Key``, the same on every retry.
 
         Raises
         ------
@@ -139,6 +145,9 @@ class CrawlschedClient:
         httpx.TransportError
             A transport error once retries are exhausted, or one not worth a retry.
         """
+        if idempotent:
+            key = {"Idempotency-Key": secrets.token_hex(16)}
+            kwargs["headers"] = {**kwargs.get("headers", {}), **key}
         give_up_at: float | None = None
         attempt = 0
         while True:
@@ -189,7 +198,8 @@ class CrawlschedClient:
 
     async def register(self, urls: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         """``POST /urls``: register URLs with optional priors."""
-        return cast(dict[str, int], await self._call("POST", "/urls", json={"urls": list(urls)}))
+        body = {"urls": list(urls)}
+        return cast(dict[str, int], await self._call("POST", "/urls", idempotent=True, json=body))
 
     async def remove(self, urls: Sequence[str]) -> int:
         """``DELETE /urls``: drop URLs."""
@@ -203,18 +213,22 @@ class CrawlschedClient:
     async def results(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /crawl-result``: settle leases."""
         body = {"results": list(results)}
-        answer = await self._call("POST", "/crawl-result", events=results, json=body)
+        answer = await self._call(
+            "POST", "/crawl-result", events=results, idempotent=True, json=body
+        )
         return cast(dict[str, Any], answer)
 
     async def signals(self, signals: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /signal``: change-indicating signals."""
         body = {"signals": list(signals)}
-        return cast(dict[str, Any], await self._call("POST", "/signal", events=signals, json=body))
+        answer = await self._call("POST", "/signal", events=signals, idempotent=True, json=body)
+        return cast(dict[str, Any], answer)
 
     async def clicks(self, clicks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /click``: requests for cached copies."""
         body = {"clicks": list(clicks)}
-        return cast(dict[str, Any], await self._call("POST", "/click", events=clicks, json=body))
+        answer = await self._call("POST", "/click", events=clicks, idempotent=True, json=body)
+        return cast(dict[str, Any], answer)
 
     async def explain(self, url: str) -> dict[str, Any]:
         """``GET /urls/{url}``: why the URL is (not) being crawled."""

@@ -87,7 +87,16 @@ class Settings(BaseSettings):
         0.0, ge=0, description="T_DELAY: signals up to this long after a crawl carry no news"
     )
     future_tolerance_s: float = Field(
-        300.0, ge=0, description="event times may lead the clock by this many wall seconds"
+        300.0,
+        ge=0,
+        description="event times may lead the clock, and a fetch time its lease's issue "
+        "time, by this many wall seconds (crawlers' clock skew)",
+    )
+    idempotency_s: float = Field(
+        DAY_S,
+        gt=0,
+        description="wall s an event batch's Idempotency-Key is remembered: a batch repeated "
+        "with its key within this time gets its first answer and changes nothing",
     )
     value_terms: int | None = Field(
         None, ge=1, description="NCIS-APPROX-J: cut the value sums after J terms (None: exact)"

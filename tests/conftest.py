@@ -1,16 +1,22 @@
-"""Shared fixtures: the anyio backend, a manual clock, settings, an app and its client."""
+"""Shared fixtures: the anyio backend, a manual clock, settings, an app and its client;
+``store_api``, the app over each store (the memory store, a private Redis), for the
+routes whose behaviour the stores share."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
+import redis
 
 from service.app import create_app
 from service.clock import ManualClock
 from service.settings import Settings
+from service.store.base import Store
 from service.store.memory import MemoryStore
+from service.store.redis import RedisStore
+from service.store.redis.local import LocalRedis
 
 T0 = 1_700_000_000.0
 
@@ -48,3 +54,40 @@ async def api(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as client:
         yield client
+
+
+@pytest.fixture(scope="module")
+def api_redis() -> Iterator[LocalRedis]:
+    with LocalRedis() as server:
+        yield server
+
+
+async def _open_store(kind: str, settings: Settings, server: LocalRedis | None) -> Store:
+    """An empty store of ``kind`` (``memory`` or ``redis``) as ``settings`` describe it."""
+    options = {
+        "shards": settings.shards,
+        "default_crawl_delay_s": settings.default_crawl_delay_s,
+        "max_revisit_s": settings.max_revisit_s,
+        "lease_history": settings.lease_history,
+    }
+    if kind == "memory":
+        return MemoryStore(**options)  # type: ignore[arg-type]
+    assert server is not None
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+    return await RedisStore.connect(server.url, **options)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store_api(
+    request: pytest.FixtureRequest, settings: Settings, clock: ManualClock
+) -> AsyncIterator[httpx.AsyncClient]:
+    server = request.getfixturevalue("api_redis") if request.param == "redis" else None
+    store = await _open_store(request.param, settings, server)
+    app = create_app(settings, clock=clock, store=store)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as client:
+            yield client
+    finally:
+        await store.close()

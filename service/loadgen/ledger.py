@@ -1,10 +1,9 @@
 """What the service acknowledged to the load generator, event by event, per URL.
 
-A durability check compares these counts with the store's per-URL counters: an
-event the service acknowledged must be there (a lower bound); at-least-once
-retries (:class:`service.client.CrawlschedClient`) may add events the service
-applied without acknowledging them (bounded by
-:attr:`service.client.ClientStats.unanswered`).
+A durability check compares these counts with the store's per-URL counters: with
+the client's exactly-once retries (:class:`service.client.CrawlschedClient`, an
+idempotency key per batch) every event the service acknowledged is there exactly
+once, and nothing else is.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.auth import Role, require
-from service.deps import CtxDep
+from service.deps import CtxDep, IdempotencyKeyHeader
 from service.scheduler import events
 from service.schemas import BatchOut, ClicksIn, CrawlResultsIn, SignalsIn
 
@@ -13,18 +13,24 @@ router = APIRouter(tags=["events"])
 
 
 @router.post("/signal", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
-async def post_signals(body: SignalsIn, ctx: CtxDep) -> BatchOut:
+async def post_signals(
+    body: SignalsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
+) -> BatchOut:
     """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow)."""
-    return await events.ingest_signals(ctx, body.signals)
+    return await events.ingest_signals(ctx, body.signals, idempotency_key)
 
 
 @router.post("/click", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
-async def post_clicks(body: ClicksIn, ctx: CtxDep) -> BatchOut:
+async def post_clicks(
+    body: ClicksIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
+) -> BatchOut:
     """Requests (clicks) for cached copies: the importance signal."""
-    return await events.ingest_clicks(ctx, body.clicks)
+    return await events.ingest_clicks(ctx, body.clicks, idempotency_key)
 
 
 @router.post("/crawl-result", response_model=BatchOut, dependencies=[require(Role.WORKER)])
-async def post_results(body: CrawlResultsIn, ctx: CtxDep) -> BatchOut:
+async def post_results(
+    body: CrawlResultsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
+) -> BatchOut:
     """Outcomes of leased fetches."""
-    return await events.ingest_results(ctx, body.results)
+    return await events.ingest_results(ctx, body.results, idempotency_key)

@@ -16,7 +16,7 @@ router = APIRouter(tags=["operations"])
 @router.get("/metrics", dependencies=[require(Role.READ)])
 async def metrics(ctx: CtxDep) -> Response:
     """Prometheus text: λ₀, λ_h of the top hosts, backlog, leases, event counters."""
-    stats = await ctx.store.stats(ctx.clock.now(), ctx.settings.metrics_top_hosts)
+    stats = await ctx.store.stats(ctx.clock, ctx.settings.metrics_top_hosts)
     return Response(ctx.metrics.render(stats), media_type=CONTENT_TYPE_LATEST)
 
 

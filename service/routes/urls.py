@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.auth import ReadCaller, Role, require
-from service.deps import CtxDep
+from service.deps import CtxDep, IdempotencyKeyHeader
 from service.scheduler import registry
 from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, UrlsIn, UrlsRemoveIn
 from service.urls import canonical_url
@@ -14,9 +14,11 @@ router = APIRouter(tags=["frontier"])
 
 
 @router.post("/urls", response_model=RegisterOut, dependencies=[require(Role.ADMIN)])
-async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
+async def register_urls(
+    body: UrlsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
+) -> RegisterOut:
     """Register URLs (or update their priors)."""
-    return await registry.register(ctx, body.urls)
+    return await registry.register(ctx, body.urls, idempotency_key)
 
 
 @router.delete("/urls", response_model=RemoveOut, dependencies=[require(Role.ADMIN)])

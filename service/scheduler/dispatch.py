@@ -45,8 +45,8 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     s = ctx.settings
     if not 1 <= n <= s.max_next:
         raise InvalidInput(("n",), f"must lie in [1, {s.max_next}]")
-    now = ctx.clock.now()
-    grants = await ctx.store.lease_next(now, n, s.lease_ttl_s, s.dispatch_ahead)
+    # the store reads the clock when it decides (Redis: its own TIME)
+    now, grants = await ctx.store.lease_next(ctx.clock, n, s.lease_ttl_s, s.dispatch_ahead)
     states = [g.state for g in grants]
     values = values_at(states, now, s.value_terms)
     await ctx.store.observe_dispatch(

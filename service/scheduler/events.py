@@ -2,8 +2,9 @@
 
 Each batch is validated whole before anything is applied: a bad event makes the
 whole batch fail with :class:`InvalidInput` and nothing changes.  Events that are
-well-formed but carry no news (unknown URL, stale signal, duplicate result) are
-answered and ignored.
+well-formed but carry no news (unknown URL, stale signal, duplicate result, a result
+for a lease the store does not know) are answered and ignored.  A batch sent with an
+idempotency key applies at most once (:mod:`service.scheduler.idempotency`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 from service.errors import InvalidInput
 from service.scheduler.context import Context
+from service.scheduler.idempotency import batch_key
 from service.scheduler.learning import queue_relearn
 from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
 from service.store.base import ClickEvent, CrawlOutcome, EventStatus, LeaseStatus, SignalEvent
@@ -43,9 +45,12 @@ def _counted(
     ]
 
 
-async def ingest_signals(ctx: Context, items: Sequence[SignalIn]) -> BatchOut:
+async def ingest_signals(
+    ctx: Context, items: Sequence[SignalIn], key: str | None = None
+) -> BatchOut:
     """Count change-indicating signals; each moves its URL's due time earlier by β,
     and the URLs are queued for new estimates (:func:`~service.scheduler.learning.queue_relearn`).
+    ``key``: the batch's idempotency key.
 
     Raises
     ------
@@ -56,13 +61,14 @@ async def ingest_signals(ctx: Context, items: Sequence[SignalIn]) -> BatchOut:
     ctx.check_times("signals", "time", (i.time for i in items), ctx.clock.now())
     events = [SignalEvent(i.url, i.time) for i in items]
     s = ctx.settings
-    statuses = await ctx.store.record_signals(events, s.signal_discard_s, s.estimate_decay_s)
+    once = batch_key(ctx, "signal", key, items)
+    statuses = await ctx.store.record_signals(events, s.signal_discard_s, s.estimate_decay_s, once)
     await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
     return _answer(ctx, "signal", statuses)
 
 
-async def ingest_clicks(ctx: Context, items: Sequence[ClickIn]) -> BatchOut:
-    """Count requests (clicks) per URL.
+async def ingest_clicks(ctx: Context, items: Sequence[ClickIn], key: str | None = None) -> BatchOut:
+    """Count requests (clicks) per URL; ``key``: the batch's idempotency key.
 
     Raises
     ------
@@ -72,31 +78,46 @@ async def ingest_clicks(ctx: Context, items: Sequence[ClickIn]) -> BatchOut:
     ctx.check_batch("clicks", len(items))
     ctx.check_times("clicks", "time", (i.time for i in items), ctx.clock.now())
     events = [ClickEvent(i.url, i.time) for i in items]
-    statuses = await ctx.store.record_clicks(events, ctx.settings.estimate_decay_s)
+    once = batch_key(ctx, "click", key, items)
+    statuses = await ctx.store.record_clicks(events, ctx.settings.estimate_decay_s, once)
     await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
     return _answer(ctx, "click", statuses)
 
 
-async def ingest_results(ctx: Context, items: Sequence[CrawlResultIn]) -> BatchOut:
+async def ingest_results(
+    ctx: Context, items: Sequence[CrawlResultIn], key: str | None = None
+) -> BatchOut:
     """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time.
 
     A 2xx/3xx status refreshes the copy; any other status (or 0, a network
-    error) keeps the old copy and retries after ``retry_delay_s``.
+    error) keeps the old copy and retries after ``retry_delay_s``.  A result for a
+    lease the store has no record of (never issued, forgotten, or lost with an
+    embedded store's restart) is answered ``unknown_lease``.  ``key``: the batch's
+    idempotency key.
 
     Raises
     ------
     InvalidInput
-        Batch too large, a fetch time in the future, a lease id never issued,
-        or a lease issued for another URL.
+        Batch too large, a fetch time in the future, a lease issued for another
+        URL, or a fetch time earlier than its lease's issue time by more than the
+        crawlers' clock skew (``future_tolerance_s`` wall seconds).
     """
     ctx.check_batch("results", len(items))
-    ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), ctx.clock.now())
+    now = ctx.clock.now()
+    ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), now)
     known = await ctx.store.lease_status([i.lease_id for i in items])
-    for k, (item, (status, url)) in enumerate(zip(items, known, strict=True)):
-        if status is LeaseStatus.UNKNOWN:
-            raise InvalidInput(("results", k, "lease_id"), "unknown lease")
-        if url != item.url:
-            raise InvalidInput(("results", k, "url"), f"lease was issued for {url}")
+    skew = ctx.settings.future_tolerance_s * ctx.clock.rate
+    for k, (item, lease) in enumerate(zip(items, known, strict=True)):
+        if lease.status is LeaseStatus.UNKNOWN:
+            continue  # answered by the store
+        if lease.url != item.url:
+            raise InvalidInput(("results", k, "url"), f"lease was issued for {lease.url}")
+        if lease.issued_at is not None and item.fetched_at < lease.issued_at - skew:
+            raise InvalidInput(
+                ("results", k, "fetched_at"),
+                f"time {item.fetched_at:.3f} is before its lease was issued "
+                f"({lease.issued_at:.3f})",
+            )
     outcomes = [
         CrawlOutcome(
             url=i.url,
@@ -108,8 +129,9 @@ async def ingest_results(ctx: Context, items: Sequence[CrawlResultIn]) -> BatchO
         for i in items
     ]
     s = ctx.settings
+    once = batch_key(ctx, "crawl-result", key, items)
     statuses = await ctx.store.settle(
-        outcomes, s.retry_delay_s, s.signal_discard_s, s.outcome_window
+        outcomes, s.retry_delay_s, s.signal_discard_s, s.outcome_window, once
     )
     await queue_relearn(ctx, _counted(items, statuses), outcomes=True)
     return _answer(ctx, "crawl_result", statuses)

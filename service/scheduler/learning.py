@@ -341,7 +341,7 @@ async def learn_pass(ctx: Context) -> int:
     now = ctx.clock.now()
     cycle = ctx.learn_cycle
     if cycle.done:
-        hosts = [h.host for h in (await ctx.store.stats(now, 1 << 30)).top_hosts]
+        hosts = [h.host for h in (await ctx.store.stats(ctx.clock, 1 << 30)).top_hosts]
         old_global = (await _groups(ctx, [GLOBAL_KEY]))[GLOBAL_KEY]
         root = root_priors(s)
         chained = prior_chain(root, old_global, None, GroupStats(), s.prior_pseudo_urls)["theta"]

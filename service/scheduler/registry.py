@@ -12,6 +12,7 @@ from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
 from service.errors import NotFound
 from service.scheduler.context import Context
+from service.scheduler.idempotency import batch_key
 from service.scheduler.learning import (
     empty_history,
     flush_relearn,
@@ -39,8 +40,9 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-async def register(ctx: Context, items: Sequence[UrlIn]) -> RegisterOut:
+async def register(ctx: Context, items: Sequence[UrlIn], key: str | None = None) -> RegisterOut:
     """Register or update URLs; each gets its threshold at its host's current Λ_h.
+    ``key``: the batch's idempotency key (a repeat answers as the first time).
 
     Raises
     ------
@@ -74,7 +76,7 @@ async def register(ctx: Context, items: Sequence[UrlIn]) -> RegisterOut:
         )
         for k, (item, host) in enumerate(zip(items, hosts, strict=True))
     ]
-    created = await ctx.store.upsert_urls(records, now)
+    created = await ctx.store.upsert_urls(records, now, batch_key(ctx, "urls", key, items))
     # a URL registered again keeps its history: estimate from it under the new priors
     await relearn(ctx, [i.url for i, new in zip(items, created, strict=True) if not new])
     n_new = sum(created)
@@ -140,7 +142,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
         raise NotFound(f"URL not registered: {url}")
     host = await ctx.store.get_host(state.host, now)
     assert host is not None, "a registered URL has a host"
-    stats_lambda0 = (await ctx.store.stats(now, 0)).lambda0
+    stats_lambda0 = (await ctx.store.stats(ctx.clock, 0)).lambda0
     p = params_of([state])
     value = float(values_at([state], now, ctx.settings.value_terms)[0])
     tau_eff = float(effective_elapsed([state], now)[0])

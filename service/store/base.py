@@ -6,6 +6,16 @@ seconds (clock time), rates per second.  Data model (ARCHITECTURE.md,
 "Storage"): a queue per host of its unleased URLs ordered by due time; per
 shard, the hosts ordered by readiness = max(earliest due, politeness gate);
 leases ordered by deadline.
+
+Time: the methods that decide with time (lease deadlines, lease reclaiming,
+politeness gates) take a :data:`~service.clock.TimeSource` and read it at the moment
+of the decision; the Redis store through its own ``TIME``.
+
+Exactly once: the event methods take an optional :class:`IdempotencyKey`.  A call
+repeated with the same key within its TTL answers as the first call did and changes
+nothing; a store that applies a batch in parts (the Redis store, one script per
+shard) remembers the key with each part, atomically with it, so a repeat after a
+failure half-way applies just the parts that were not.
 """
 
 from __future__ import annotations
@@ -14,9 +24,10 @@ import enum
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from scheduler_core.multipliers import TrackerConfig
+from service.clock import TimeSource
 
 __all__ = [
     "ClickEvent",
@@ -24,8 +35,11 @@ __all__ = [
     "DispatchObservation",
     "EventStatus",
     "HostState",
+    "IdempotencyKey",
     "LeaseGrant",
+    "LeaseInfo",
     "LeaseStatus",
+    "Leases",
     "Observations",
     "Outcome",
     "ScoredParams",
@@ -51,6 +65,7 @@ class EventStatus(enum.StrEnum):
     UNKNOWN_URL = "unknown_url"  # the URL is not registered: ignored
     STALE = "stale"  # a signal that carries no news, or a result for a superseded lease
     DUPLICATE = "duplicate"  # a crawl result for a lease already settled
+    UNKNOWN_LEASE = "unknown_lease"  # a crawl result for a lease the store has no record of
 
 
 class LeaseStatus(enum.StrEnum):
@@ -185,6 +200,38 @@ class LeaseGrant:
     threshold: float  # Λ_h = λ₀ + λ_h of its host when leased
 
 
+class LeaseInfo(NamedTuple):
+    """What the store knows of a lease id."""
+
+    status: LeaseStatus
+    url: str | None  # the URL it was issued for (None: unknown)
+    issued_at: float | None  # when, the store's clock, Unix s (None: unknown)
+
+
+class Leases(NamedTuple):
+    """The answer of :meth:`Store.lease_next`."""
+
+    now: float  # the time the store decided at (its clock), Unix s
+    grants: list[LeaseGrant]
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyKey:
+    """Makes an event batch apply at most once.
+
+    Attributes
+    ----------
+    digest : str
+        Names the batch: a digest of the client's key, the route and the batch
+        (hexadecimal; no white space).
+    ttl_s : float
+        How long the batch's answer is remembered, wall s (> 0).
+    """
+
+    digest: str
+    ttl_s: float
+
+
 @dataclass(frozen=True, slots=True)
 class SignalEvent:
     url: str
@@ -228,8 +275,11 @@ class StoreStats:
 class Store(Protocol):
     """Storage of the URL frontier; see the module docstring."""
 
-    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
-        """Register or update URLs; True for each URL that is new."""
+    async def upsert_urls(
+        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+    ) -> list[bool]:
+        """Register or update URLs; True for each URL that is new (``once``: see the
+        module docstring)."""
         ...
 
     async def remove_urls(self, urls: Sequence[str]) -> int:
@@ -280,28 +330,34 @@ class Store(Protocol):
         ...
 
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
+        self,
+        events: Sequence[SignalEvent],
+        discard_within_s: float,
+        decay_s: float,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
         """Count change-indicating signals; a signal at or before last crawl + T_DELAY is
         stale (it still counts in the decayed signal count, time constant ``decay_s``)."""
         ...
 
     async def record_clicks(
-        self, events: Sequence[ClickEvent], decay_s: float
+        self, events: Sequence[ClickEvent], decay_s: float, once: IdempotencyKey | None = None
     ) -> list[EventStatus]:
         """Count clicks (requests), also in the decayed click count (``decay_s``)."""
         ...
 
     async def lease_next(
-        self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
-    ) -> list[LeaseGrant]:
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> Leases:
         """Lease up to ``n`` URLs: due ones first (earliest due first), then, with
         ``dispatch_ahead``, not-yet-due ones by due time; never a URL already leased;
-        never a host before its politeness gate; expired leases are reclaimed first."""
+        never a host before its politeness gate; expired leases are reclaimed first.
+        ``now`` is read when the store decides; the answer says what it read (the
+        latest reading, when the store decides in parts)."""
         ...
 
-    async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:
-        """Status and URL of each lease id."""
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
+        """Status, URL and issue time of each lease id."""
         ...
 
     async def settle(
@@ -310,11 +366,13 @@ class Store(Protocol):
         retry_delay_s: float,
         discard_within_s: float,
         outcome_window: int,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
-        """Apply crawl results: each lease is settled at most once.  A refreshed copy
-        whose ``changed`` is known and whose previous fetch time is known (and
-        earlier) appends (τ, n, changed) to the URL's outcomes, which keep the last
-        ``outcome_window``."""
+        """Apply crawl results: each lease is settled at most once; a lease id the
+        store has no record of is ``UNKNOWN_LEASE``, a lease of another URL ``STALE``.
+        A refreshed copy whose ``changed`` is known and whose previous fetch time is
+        known (and earlier) appends (τ, n, changed) to the URL's outcomes, which keep
+        the last ``outcome_window``."""
         ...
 
     async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:
@@ -333,8 +391,8 @@ class Store(Protocol):
         buffer them briefly; every read of the estimates sees them)."""
         ...
 
-    async def stats(self, now: float, top_hosts: int) -> StoreStats:
-        """Counts for /metrics."""
+    async def stats(self, now: TimeSource, top_hosts: int) -> StoreStats:
+        """Counts for /metrics (expired leases are reclaimed first, at ``now``)."""
         ...
 
     async def clock_epoch(self, proposal: float) -> float:

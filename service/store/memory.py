@@ -2,7 +2,8 @@
 
 Per host a ``SortedList`` of ``(due_at, url)`` for its unleased URLs; per shard
 a ``SortedList`` of ``(readiness, host)`` and one of ``(deadline, lease_id)``.
-Every method runs without awaiting, so each is atomic on the event loop.
+Every method runs without awaiting, so each is atomic on the event loop, and reads
+its clock when it starts: the moment of its decision.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from itertools import islice
 from scheduler_core.due import due_time
 from scheduler_core.estimate.rates import add_event
 from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier, update_log_mean
+from service.clock import TimeSource, read_time
 from service.store.base import (
     ClickEvent,
     CrawlOutcome,
     DispatchObservation,
     EventStatus,
     HostState,
+    IdempotencyKey,
     LeaseGrant,
+    LeaseInfo,
+    Leases,
     LeaseStatus,
     Observations,
     ScoredParams,
@@ -35,7 +40,7 @@ from service.store.base import (
     UrlState,
     shard_of,
 )
-from service.store.memory_records import Host, Lease, Shard, Url
+from service.store.memory_records import Answers, Host, Lease, Shard, Url
 
 __all__ = ["MemoryStore"]
 
@@ -82,6 +87,9 @@ class MemoryStore:
         self._expired_total = 0
         self._groups: dict[str, tuple[float, ...]] = {}
         self._lambda0 = LogMean(None if initial_lambda0 is None else math.log(initial_lambda0))
+        # answers of batches under an idempotency key: registrations, events
+        self._registered: Answers[bool] = Answers()
+        self._answers: Answers[EventStatus] = Answers()
 
     # -- helpers ---------------------------------------------------------------------------
     def _host(self, name: str, crawl_delay_s: float | None) -> Host:
@@ -147,7 +155,12 @@ class MemoryStore:
         return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS}, observations=obs)
 
     # -- registration ------------------------------------------------------------------------
-    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+    async def upsert_urls(
+        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+    ) -> list[bool]:
+        registered = self._registered.replay(once)
+        if registered is not None:
+            return registered
         created = []
         for r in records:
             host = self._host(r.host, r.crawl_delay_s)
@@ -172,6 +185,7 @@ class MemoryStore:
                 u.last_crawl_at, u.signals_since_crawl = r.last_crawled_at, 0
             self._rescore(u)
             created.append(is_new)
+        self._registered.remember(once, created)
         return created
 
     async def remove_urls(self, urls: Sequence[str]) -> int:
@@ -282,8 +296,15 @@ class MemoryStore:
 
     # -- events ------------------------------------------------------------------------------------
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
+        self,
+        events: Sequence[SignalEvent],
+        discard_within_s: float,
+        decay_s: float,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
+        seen = self._answers.replay(once)
+        if seen is not None:
+            return seen
         out = []
         for ev in events:
             u = self._urls.get(ev.url)
@@ -300,11 +321,15 @@ class MemoryStore:
             u.last_signal_at = max(u.last_signal_at or -math.inf, ev.time)
             self._rescore(u)
             out.append(EventStatus.ACCEPTED)
+        self._answers.remember(once, out)
         return out
 
     async def record_clicks(
-        self, events: Sequence[ClickEvent], decay_s: float
+        self, events: Sequence[ClickEvent], decay_s: float, once: IdempotencyKey | None = None
     ) -> list[EventStatus]:
+        seen = self._answers.replay(once)
+        if seen is not None:
+            return seen
         out = []
         for ev in events:
             u = self._urls.get(ev.url)
@@ -315,6 +340,7 @@ class MemoryStore:
             u.click_mass, u.click_ref = add_event(u.click_mass, u.click_ref, ev.time, decay_s)
             u.last_click_at = ev.time if u.last_click_at is None else max(u.last_click_at, ev.time)
             out.append(EventStatus.ACCEPTED)
+        self._answers.remember(once, out)
         return out
 
     # -- leases ----------------------------------------------------------------------------------
@@ -338,7 +364,7 @@ class MemoryStore:
         self._refresh(host)
         lease_id = secrets.token_hex(16)
         deadline = now + ttl_s
-        self._active[lease_id] = Lease(url, host.shard, deadline)
+        self._active[lease_id] = Lease(url, host.shard, deadline, now)
         self._shards[host.shard].leases.add((deadline, lease_id))
         u = self._urls[url]
         u.lease_id, u.lease_deadline = lease_id, deadline
@@ -353,6 +379,12 @@ class MemoryStore:
                 yield host
 
     async def lease_next(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> Leases:
+        t = read_time(now)  # once, when the store decides
+        return Leases(t, self._lease(t, n, lease_ttl_s, dispatch_ahead))
+
+    def _lease(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> list[LeaseGrant]:
         self._reclaim(now)
@@ -373,11 +405,14 @@ class MemoryStore:
             grants.extend(self._lease_one(h, now, lease_ttl_s) for h in hosts)
         return grants
 
-    async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:
-        out: list[tuple[LeaseStatus, str | None]] = []
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
+        out = []
         for lease_id in lease_ids:
             lease = self._active.get(lease_id) or self._finished.get(lease_id)
-            out.append((LeaseStatus.UNKNOWN, None) if lease is None else (lease.status, lease.url))
+            if lease is None:
+                out.append(LeaseInfo(LeaseStatus.UNKNOWN, None, None))
+            else:
+                out.append(LeaseInfo(lease.status, lease.url, lease.issued_at))
         return out
 
     async def settle(
@@ -386,16 +421,24 @@ class MemoryStore:
         retry_delay_s: float,
         discard_within_s: float,
         outcome_window: int,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
-        return [
+        seen = self._answers.replay(once)
+        if seen is not None:
+            return seen
+        out = [
             self._settle_one(o, retry_delay_s, discard_within_s, outcome_window) for o in outcomes
         ]
+        self._answers.remember(once, out)
+        return out
 
     def _settle_one(
         self, o: CrawlOutcome, retry_delay_s: float, discard_s: float, window: int
     ) -> EventStatus:
         lease = self._active.get(o.lease_id) or self._finished.get(o.lease_id)
-        if lease is None or lease.url != o.url:
+        if lease is None:
+            return EventStatus.UNKNOWN_LEASE
+        if lease.url != o.url:
             return EventStatus.STALE
         if lease.status is LeaseStatus.SETTLED:
             return EventStatus.DUPLICATE
@@ -454,9 +497,10 @@ class MemoryStore:
             self._groups[key] = tuple(float(v) for v in values)
 
     # -- operations --------------------------------------------------------------------------------
-    async def stats(self, now: float, top_hosts: int) -> StoreStats:
-        self._reclaim(now)
-        states = [self._host_state(h, now) for h in self._hosts.values()]
+    async def stats(self, now: TimeSource, top_hosts: int) -> StoreStats:
+        t = read_time(now)
+        self._reclaim(t)
+        states = [self._host_state(h, t) for h in self._hosts.values()]
         top = sorted(states, key=lambda s: s.lambda_h, reverse=True)[:top_hosts]
         return StoreStats(
             urls=len(self._urls), hosts=len(self._hosts), due_backlog=sum(s.due for s in states),

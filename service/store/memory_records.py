@@ -1,16 +1,23 @@
-"""The in-memory store's records: a URL, a host queue, a shard, a lease."""
+"""The in-memory store's records: a URL, a host queue, a shard, a lease, and the
+answers of batches under an idempotency key."""
 
 from __future__ import annotations
 
 import math
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from sortedcontainers import SortedList
 
 from scheduler_core.multipliers import LogMean
-from service.store.base import LeaseStatus, Outcome, UrlPrior
+from service.store.base import IdempotencyKey, LeaseStatus, Outcome, UrlPrior
 
-__all__ = ["Host", "Lease", "Shard", "Url"]
+__all__ = ["Answers", "Host", "Lease", "Shard", "Url"]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -69,4 +76,34 @@ class Lease:
     url: str
     shard: int
     deadline: float
+    issued_at: float
     status: LeaseStatus = LeaseStatus.ACTIVE
+
+
+class Answers(Generic[T]):
+    """The answers of batches under an idempotency key, each until its TTL (wall s,
+    monotonic clock) runs out; expired ones are dropped as new ones come."""
+
+    def __init__(self) -> None:
+        self._by_digest: OrderedDict[str, tuple[float, list[T]]] = OrderedDict()
+
+    def replay(self, once: IdempotencyKey | None) -> list[T] | None:
+        """The answer the batch ``once`` names got the first time, or None."""
+        if once is None:
+            return None
+        wall = time.monotonic()
+        entry = self._by_digest.get(once.digest)
+        return None if entry is None or entry[0] <= wall else list(entry[1])
+
+    def remember(self, once: IdempotencyKey | None, answer: Sequence[T]) -> None:
+        """Keep ``answer`` of the batch ``once`` names (nothing without a key)."""
+        if once is None:
+            return
+        wall = time.monotonic()
+        while self._by_digest:  # oldest first (one TTL per service: expiry order)
+            digest, (expires, _) = next(iter(self._by_digest.items()))
+            if expires > wall:
+                break
+            del self._by_digest[digest]
+        self._by_digest[once.digest] = (wall + once.ttl_s, list(answer))
+        self._by_digest.move_to_end(once.digest)

@@ -67,19 +67,6 @@ async def test_future_timestamps_are_rejected(api: httpx.AsyncClient, clock: Man
     assert await _snapshot(api) == before
 
 
-async def test_unknown_lease_is_rejected_and_batch_not_applied(
-    api: httpx.AsyncClient, clock: ManualClock
-) -> None:
-    await api.post("/urls", json={"urls": [{"url": URL}]})
-    (lease,) = (await api.get("/next", params={"n": 1})).json()["leases"]
-    good = {"url": URL, "lease_id": lease["lease_id"], "fetched_at": clock.now()}
-    bad = {"url": URL, "lease_id": "f" * 32, "fetched_at": clock.now()}
-    loc = _loc(await api.post("/crawl-result", json={"results": [good, bad]}))
-    assert loc == ["body", "results", 1, "lease_id"]
-    explained = (await api.get(f"/urls/{URL}")).json()
-    assert explained["crawls"] == 0 and explained["lease_id"] == lease["lease_id"]
-
-
 async def test_lease_for_another_url_is_rejected(
     api: httpx.AsyncClient, clock: ManualClock
 ) -> None:

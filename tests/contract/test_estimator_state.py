@@ -83,7 +83,7 @@ async def crawl(
     url: str = URL,
 ) -> None:
     """Lease ``url`` (the only one due) at ``at`` and settle it as fetched then."""
-    (grant,) = await store.lease_next(at, 1, 60.0, dispatch_ahead=True)
+    (grant,) = (await store.lease_next(at, 1, 60.0, dispatch_ahead=True)).grants
     assert grant.state.url == url
     result = CrawlOutcome(url, grant.lease_id, at, ok=ok, changed=changed)
     assert await store.settle([result], 60.0, 0.0, window) == [EventStatus.ACCEPTED]
@@ -274,8 +274,8 @@ async def test_set_params_writes_parameters_and_rederives_due_times(store: Store
     host = await store.get_host("a.example", T0)
     assert host is not None and host.scored_lambda is None  # the host's scored Λ stays
     # the host queue follows the new due times
-    assert await store.lease_next(T0 + 339.0, 5, 60.0, dispatch_ahead=False) == []
-    (grant,) = await store.lease_next(T0 + 340.0, 5, 60.0, dispatch_ahead=False)
+    assert (await store.lease_next(T0 + 339.0, 5, 60.0, dispatch_ahead=False)).grants == []
+    (grant,) = (await store.lease_next(T0 + 340.0, 5, 60.0, dispatch_ahead=False)).grants
     assert grant.state.url == URL
 
 

@@ -56,7 +56,7 @@ async def test_upsert_reports_new_and_updates_params(store: Store) -> None:
 
 async def test_never_crawled_url_is_due_at_registration(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/new", last=None)], T0)
-    (grant,) = await store.lease_next(T0, 5, 60.0, dispatch_ahead=False)
+    (grant,) = (await store.lease_next(T0, 5, 60.0, dispatch_ahead=False)).grants
     assert grant.state.url == "https://a.example/new"
 
 
@@ -69,17 +69,17 @@ async def test_due_urls_go_first_in_due_order(store: Store) -> None:
         ],
         T0,
     )
-    assert await store.lease_next(T0 + 50, 3, 60.0, dispatch_ahead=False) == []
-    grants = await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=False)
+    assert (await store.lease_next(T0 + 50, 3, 60.0, dispatch_ahead=False)).grants == []
+    grants = (await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=False)).grants
     assert [g.state.url for g in grants] == ["https://b.example/early", "https://c.example/mid"]
-    ahead = await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=True)
+    ahead = (await store.lease_next(T0 + 250, 3, 60.0, dispatch_ahead=True)).grants
     assert [g.state.url for g in ahead] == ["https://a.example/late"]
 
 
 async def test_leased_url_is_not_handed_out_twice(store: Store) -> None:
     await store.upsert_urls([rec(f"https://h{i}.example/") for i in range(5)], T0)
-    first = await store.lease_next(T0 + 500, 3, 60.0, dispatch_ahead=True)
-    second = await store.lease_next(T0 + 500, 10, 60.0, dispatch_ahead=True)
+    first = (await store.lease_next(T0 + 500, 3, 60.0, dispatch_ahead=True)).grants
+    second = (await store.lease_next(T0 + 500, 10, 60.0, dispatch_ahead=True)).grants
     urls = [g.state.url for g in first + second]
     assert len(urls) == len(set(urls)) == 5
 
@@ -87,9 +87,9 @@ async def test_leased_url_is_not_handed_out_twice(store: Store) -> None:
 async def test_host_gate_spaces_dispatches_by_crawl_delay(store: Store) -> None:
     await store.upsert_urls([rec(f"https://one.example/{i}", delay=10.0) for i in range(4)], T0)
     now = T0 + 1000.0
-    assert len(await store.lease_next(now, 4, 60.0, dispatch_ahead=True)) == 1
-    assert await store.lease_next(now + 9.9, 4, 60.0, dispatch_ahead=True) == []
-    (grant,) = await store.lease_next(now + 10.0, 4, 60.0, dispatch_ahead=True)
+    assert len((await store.lease_next(now, 4, 60.0, dispatch_ahead=True)).grants) == 1
+    assert (await store.lease_next(now + 9.9, 4, 60.0, dispatch_ahead=True)).grants == []
+    (grant,) = (await store.lease_next(now + 10.0, 4, 60.0, dispatch_ahead=True)).grants
     assert grant.gated  # it was due long before the gate opened
     host = await store.get_host("one.example", now + 10.0)
     assert host is not None and host.gate_at == now + 20.0
@@ -97,14 +97,14 @@ async def test_host_gate_spaces_dispatches_by_crawl_delay(store: Store) -> None:
 
 async def test_expired_lease_makes_url_due_again(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x")], T0)
-    (g1,) = await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)
-    assert await store.lease_next(T0 + 259, 1, 60.0, dispatch_ahead=False) == []
-    (g2,) = await store.lease_next(T0 + 260, 1, 60.0, dispatch_ahead=False)
+    (g1,) = (await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)).grants
+    assert (await store.lease_next(T0 + 259, 1, 60.0, dispatch_ahead=False)).grants == []
+    (g2,) = (await store.lease_next(T0 + 260, 1, 60.0, dispatch_ahead=False)).grants
     assert g2.state.url == g1.state.url and g2.lease_id != g1.lease_id
     assert await store.lease_status([g1.lease_id, g2.lease_id, "zz"]) == [
-        (LeaseStatus.EXPIRED, "https://a.example/x"),
-        (LeaseStatus.ACTIVE, "https://a.example/x"),
-        (LeaseStatus.UNKNOWN, None),
+        (LeaseStatus.EXPIRED, "https://a.example/x", T0 + 200),
+        (LeaseStatus.ACTIVE, "https://a.example/x", T0 + 260),
+        (LeaseStatus.UNKNOWN, None, None),
     ]
     # the superseded lease's result is ignored; the current one settles
     assert await store.settle([ok(g1.state.url, g1.lease_id, T0 + 261)], 60.0, 0.0, WINDOW) == [
@@ -119,7 +119,7 @@ async def test_expired_lease_makes_url_due_again(store: Store) -> None:
 
 async def test_late_result_of_expired_lease_is_accepted_if_not_leased_again(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x")], T0)
-    (g,) = await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)
+    (g,) = (await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)).grants
     await store.lease_next(T0 + 300, 1, 60.0, dispatch_ahead=False)  # reclaims, leases again
     await store.upsert_urls([rec("https://b.example/y")], T0)
     (state,) = await store.get_urls(["https://a.example/x"])
@@ -131,7 +131,7 @@ async def test_late_result_of_expired_lease_is_accepted_if_not_leased_again(stor
 
 async def test_result_settles_once_and_resets_elapsed_time(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
-    (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
+    (g,) = (await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)).grants
     out = ok(g.state.url, g.lease_id, T0 + 151)
     assert await store.settle([out], 60.0, 0.0, WINDOW) == [EventStatus.ACCEPTED]
     assert await store.settle([out], 60.0, 0.0, WINDOW) == [EventStatus.DUPLICATE]
@@ -143,7 +143,7 @@ async def test_result_settles_once_and_resets_elapsed_time(store: Store) -> None
 
 async def test_failed_fetch_retries_later_and_keeps_the_copy(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
-    (g,) = await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)
+    (g,) = (await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)).grants
     failed = CrawlOutcome(g.state.url, g.lease_id, T0 + 151, ok=False, changed=None)
     assert await store.settle([failed], 500.0, 0.0, WINDOW) == [EventStatus.ACCEPTED]
     (s,) = await store.get_urls([g.state.url])
@@ -197,7 +197,7 @@ async def test_clicks_are_counted(store: Store) -> None:
 
 async def test_remove_drops_url_and_its_lease(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x"), rec("https://a.example/y")], T0)
-    (g,) = await store.lease_next(T0 + 500, 1, 60.0, dispatch_ahead=False)
+    (g,) = (await store.lease_next(T0 + 500, 1, 60.0, dispatch_ahead=False)).grants
     assert await store.remove_urls([g.state.url, "https://none.example/"]) == 1
     assert await store.get_urls([g.state.url]) == [None]
     assert await store.settle([ok(g.state.url, g.lease_id, T0 + 501)], 60.0, 0.0, WINDOW) == [

@@ -1,7 +1,8 @@
 """The Redis store decides exactly as the memory store: the same seeded stream of
-registrations, signals, clicks, leases, results and new parameters gives the same
-leases, in the same order, and the same URL states, priors and observations (decayed
-masses to 1e-12 relative: Lua's exp and Python's may differ in the last bit)."""
+registrations, signals, clicks, leases, results (some for leases never issued) and new
+parameters, some batches sent twice under an idempotency key, gives the same leases,
+in the same order, and the same URL states, priors and observations (decayed masses
+to 1e-12 relative: Lua's exp and Python's may differ in the last bit)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from service.store.base import (
     ClickEvent,
     CrawlOutcome,
+    IdempotencyKey,
     LeaseGrant,
     Observations,
     ScoredParams,
@@ -113,17 +115,20 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             await s.upsert_urls(records, T0)
         now = T0
         open_leases: list[tuple[LeaseGrant, LeaseGrant]] = []
-        for _ in range(60):
+        for step in range(60):
             now += float(rng.exponential(40.0))
             picked = [urls[i] for i in rng.integers(len(urls), size=3)]
             signals = [SignalEvent(u, now - float(rng.random() * 10)) for u in picked]
             clicks = [ClickEvent(u, now) for u in picked[:2]]
             n, ahead = int(rng.integers(1, 8)), bool(rng.random() < 0.5)
+            once = {k: IdempotencyKey(f"{k}{seed:02x}{step:04x}", 3600.0) for k in "abc"}
+            sends = 2 if rng.random() < 0.3 else 1  # some batches are sent twice
             answers = []
             for s in stores:
-                answers.append(await s.record_signals(signals, 5.0, DECAY_S))
-                answers.append(await s.record_clicks(clicks, DECAY_S))
-            assert answers[0:2] == answers[2:4]
+                for _ in range(sends):
+                    answers.append(await s.record_signals(signals, 5.0, DECAY_S, once["a"]))
+                    answers.append(await s.record_clicks(clicks, DECAY_S, once["b"]))
+            assert answers[: 2 * sends] == answers[2 * sends :]
             if rng.random() < 0.2:  # new parameters for some URLs of a host
                 host = f"h{int(rng.integers(12))}.example"
                 params = {
@@ -146,13 +151,14 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
                 again = [dataclasses.replace(r, prior=_prior(rng)) for r in again]
                 for s in stores:
                     await s.upsert_urls(again, now)
-            grants = [await s.lease_next(now, n, 120.0, ahead) for s in stores]
+            grants = [(await s.lease_next(now, n, 120.0, ahead)).grants for s in stores]
             assert _leased(grants[0]) == _leased(grants[1])
             open_leases += list(zip(grants[0], grants[1], strict=True))
             rng.shuffle(open_leases)  # type: ignore[arg-type]
             settle, open_leases = open_leases[:3], open_leases[3:]
             ok = [bool(rng.random() < 0.8) for _ in settle]
             changed = [[True, False, None][int(rng.integers(3))] for _ in settle]
+            forged = [CrawlOutcome(picked[0], "f" * 32, now, True, True)] * (sends - 1)
             for k, s in enumerate(stores):
                 outcomes = [
                     CrawlOutcome(
@@ -160,8 +166,10 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
                     )
                     for pair, good, c in zip(settle, ok, changed, strict=True)
                 ]
-                answers.append(await s.settle(outcomes, 300.0, 5.0, WINDOW))
-            assert answers[-2] == answers[-1]
+                for _ in range(sends):
+                    batch = [*outcomes, *forged]
+                    answers.append(await s.settle(batch, 300.0, 5.0, WINDOW, once["c"]))
+            assert answers[-2 * sends : -sends] == answers[-sends:]
             states = [await s.get_urls(urls) for s in stores]
             assert [_view(x) for x in states[0]] == [_view(x) for x in states[1]]
             for a, b in zip(states[0], states[1], strict=True):
@@ -208,7 +216,10 @@ async def test_big_batches_over_many_shards_match(server: LocalRedis) -> None:
         for s in (memory, redis_store):
             await s.upsert_urls(records, T0)
         for k, now in enumerate((T0 + 200.0, T0 + 300.0, T0 + 2_000.0, T0 + 2_001.0)):
-            grants = [await s.lease_next(now, 100, 60.0, k % 2 == 1) for s in (memory, redis_store)]
+            grants = [
+                (await s.lease_next(now, 100, 60.0, k % 2 == 1)).grants
+                for s in (memory, redis_store)
+            ]
             assert _leased(grants[0]) == _leased(grants[1])
     finally:
         await redis_store.close()

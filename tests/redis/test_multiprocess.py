@@ -16,6 +16,10 @@ from service.store.redis.local import LocalRedis
 
 pytestmark = pytest.mark.anyio
 DELAY_S = 0.3
+TTL_S = 600.0
+#: A lease's issue time is read back as deadline − TTL: exact to a few ulps of a Unix
+#: time (~2.4e-7 s each), s.
+ISSUE_EPS_S = 1e-6
 
 
 async def _hammer(base_urls: list[str], seconds: float) -> list[dict[str, object]]:
@@ -34,7 +38,7 @@ async def _hammer(base_urls: list[str], seconds: float) -> list[dict[str, object
 
 
 async def test_two_processes_share_leases_politeness_and_lambda() -> None:
-    env = {"CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(DELAY_S), "CRAWLSCHED_LEASE_TTL_S": "600"}
+    env = {"CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(DELAY_S), "CRAWLSCHED_LEASE_TTL_S": str(TTL_S)}
     with LocalRedis() as server, contextlib.ExitStack() as stack:
         env["CRAWLSCHED_STORE"] = server.url
         bases = [stack.enter_context(served_app(env)) for _ in range(2)]
@@ -46,14 +50,18 @@ async def test_two_processes_share_leases_politeness_and_lambda() -> None:
         # nothing is settled and leases outlive the test: each URL at most once
         leased = [g["url"] for g in grants]
         assert len(leased) == len(set(leased))
-        # each host gave out URLs at least the crawl delay apart, whichever process asked
+        # each host gave out URLs at least the crawl delay apart, whichever process asked,
+        # by the store's clock (a lease's issue time; the answer's `now` is the latest
+        # time the store read for the whole call)
         by_host: dict[object, list[float]] = defaultdict(list)
         for g in grants:
-            by_host[g["host"]].append(float(g["now"]))  # type: ignore[arg-type]
+            issued = float(g["deadline"]) - TTL_S  # type: ignore[arg-type]
+            assert issued <= float(g["now"]) + ISSUE_EPS_S  # type: ignore[arg-type]
+            by_host[g["host"]].append(issued)
         for times in by_host.values():
             times.sort()
             gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-            assert min(gaps, default=DELAY_S) >= DELAY_S - 1e-9
+            assert min(gaps, default=DELAY_S) >= DELAY_S - ISSUE_EPS_S
         assert sum(len(t) for t in by_host.values()) >= 6 * 3  # politeness, not starvation
         # one λ₀, kept in Redis, seen by both processes
         seen = []

@@ -81,7 +81,7 @@ async def test_repeated_calls_are_safe(store: RedisStore) -> None:
     once = await store.get_urls(["https://a.example/1"])
     await store.set_thresholds("a.example", {"https://a.example/1": 300.0}, 2.0)
     assert await store.get_urls(["https://a.example/1"]) == once
-    grants = await store.lease_next(T0 + 400, 10, 60.0, dispatch_ahead=False)
+    grants = (await store.lease_next(T0 + 400, 10, 60.0, dispatch_ahead=False)).grants
     results = [
         CrawlOutcome(g.state.url, g.lease_id, T0 + 401, ok=True, changed=True) for g in grants
     ]
@@ -172,7 +172,7 @@ async def test_batches_larger_than_lua_unpack_limits(server: LocalRedis) -> None
     try:
         batch = [rec(f"https://h{i}.example/") for i in range(9_000)]  # 9,000 hosts, 1 shard
         assert sum(await store.upsert_urls(batch, T0)) == 9_000
-        grants = await store.lease_next(T0 + 500, 1_000, 60.0, dispatch_ahead=False)
+        grants = (await store.lease_next(T0 + 500, 1_000, 60.0, dispatch_ahead=False)).grants
         assert len(grants) == 1_000
         done = [CrawlOutcome(g.state.url, g.lease_id, T0 + 501, True, True) for g in grants]
         assert await store.settle(done, 60.0, 0.0, WINDOW) == [EventStatus.ACCEPTED] * 1_000
@@ -228,7 +228,7 @@ async def test_estimator_state_layout(server: LocalRedis, store: RedisStore) -> 
     await store.upsert_urls([rec("https://a.example/p", prior=prior)], T0)
     await store.record_clicks([ClickEvent("https://a.example/p", T0 + 1.0)], DECAY_S)
     await store.record_signals([SignalEvent("https://a.example/p", T0 + 2.0)], 0.0, DECAY_S)
-    (grant,) = await store.lease_next(T0 + 500.0, 1, 60.0, dispatch_ahead=False)
+    (grant,) = (await store.lease_next(T0 + 500.0, 1, 60.0, dispatch_ahead=False)).grants
     done = CrawlOutcome(grant.state.url, grant.lease_id, T0 + 500.25, ok=True, changed=True)
     await store.settle([done], 60.0, 0.0, WINDOW)
     with redis.Redis(port=server.port) as raw:

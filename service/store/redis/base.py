@@ -8,13 +8,26 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler_core.multipliers import LogMean, TrackerConfig
-from service.store.base import DispatchObservation, shard_of
+from service.clock import TimeSource, wall_map_of
+from service.store.base import DispatchObservation, IdempotencyKey, shard_of
 from service.store.redis.client import unavailable
 from service.store.redis.keys import GlobalKeys, ShardKeys, url_key
 from service.store.redis.scripts import Call, Client, ScriptSet
 from service.urls import host_of
 
-__all__ = ["RedisBase"]
+__all__ = ["RedisBase", "clock_arg", "once_ttl_arg"]
+
+
+def clock_arg(now: TimeSource) -> str:
+    """``now`` as the scripts read it (``lib.lua`` clock_now): "start speed epoch", the
+    clock as a map of the server's wall time (a fixed reading: speed 0)."""
+    m = wall_map_of(now)
+    return f"{m.start!r} {m.speed!r} {m.epoch!r}"
+
+
+def once_ttl_arg(once: IdempotencyKey | None) -> int:
+    """How long a script remembers a batch's answer, wall ms (at least 1; 0 unused)."""
+    return 0 if once is None else max(1, math.ceil(once.ttl_s * 1000.0))
 
 
 class RedisBase:
@@ -74,8 +87,14 @@ class RedisBase:
     def _shard(self, host: str) -> int:
         return shard_of(host, self.shards)
 
-    def _call(self, script: str, shard: int, args: Sequence[Any]) -> Call:
-        return Call(script, self._script_keys[shard], args)
+    def _call(
+        self, script: str, shard: int, args: Sequence[Any], once: IdempotencyKey | None = None
+    ) -> Call:
+        """A call of a shard script; with ``once``, its record in the shard is KEYS[10]."""
+        keys = self._script_keys[shard]
+        if once is not None:
+            keys = (*keys, self._keys[shard].once(once.digest))
+        return Call(script, keys, args)
 
     async def _run(self, calls: Sequence[Call]) -> list[Any]:
         return await self._scripts.run(self.client, calls) if calls else []
@@ -96,21 +115,23 @@ class RedisBase:
         extra: Sequence[Any],
         *,
         joined: bool = False,
+        once: IdempotencyKey | None = None,
     ) -> list[Any]:
         """Run ``script`` per shard over ``urls``: host, url key and ``extra[i]`` (if
         any) of each as arguments after ``head``, or, ``joined``, all of them in one
-        space-separated argument (cheaper to send); the answers back in the order of
-        ``urls``, each with its shard."""
+        space-separated argument (cheaper to send) followed by the TTL of ``once``;
+        the answers back in the order of ``urls``, each with its shard."""
         groups = self._by_shard(urls)
         calls = []
         for shard, items in groups.items():
             args: list[Any] = list(head)
             if joined:
                 args.append(" ".join(f"{host} {ukey} {extra[i]}" for i, host, ukey in items))
+                args.append(once_ttl_arg(once))
             else:
                 for i, host, ukey in items:
                     args += (host, ukey, extra[i]) if extra else (host, ukey)
-            calls.append(self._call(script, shard, args))
+            calls.append(self._call(script, shard, args, once))
         answers = await self._run(calls)
         out: list[Any] = [None] * len(urls)
         for (shard, items), answer in zip(groups.items(), answers, strict=True):

@@ -9,7 +9,17 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from scheduler_core.multipliers import LogMean, host_multiplier
-from service.store.base import CrawlOutcome, EventStatus, LeaseGrant, LeaseStatus
+from service.clock import TimeSource
+from service.store.base import (
+    CrawlOutcome,
+    EventStatus,
+    IdempotencyKey,
+    LeaseGrant,
+    LeaseInfo,
+    Leases,
+    LeaseStatus,
+)
+from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import text, unavailable
 from service.store.redis.keys import expand_url, url_key
 from service.store.redis.multipliers import RedisMultipliers
@@ -18,7 +28,10 @@ from service.urls import host_of
 
 __all__ = ["RedisDispatch"]
 
-_RESULT = {0: EventStatus.ACCEPTED, 2: EventStatus.STALE, 3: EventStatus.DUPLICATE}
+_RESULT = {
+    0: EventStatus.ACCEPTED, 2: EventStatus.STALE, 3: EventStatus.DUPLICATE,
+    4: EventStatus.UNKNOWN_LEASE,
+}  # fmt: skip
 _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 #: Not-yet-ready hosts a lease call scans per shard for an open politeness gate.
 _SCAN = 4096
@@ -37,46 +50,53 @@ class RedisDispatch(RedisMultipliers):
 
     @unavailable
     async def lease_next(
-        self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool
-    ) -> list[LeaseGrant]:
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> Leases:
         """Share ``n`` over the shards as one sorted set of all hosts would (most overdue
         first; when fewer than ``n`` are due, then the open hosts due soonest), from the
         readiness each shard lists (reclaiming expired leases first), and lease per
         shard.  A shard that gives fewer than its share (other processes got there
-        first) leaves the rest to another round, three at most."""
-        now_arg, nonce = repr(now), secrets.token_hex(4)
+        first) leaves the rest to another round, three at most.  Every script reads
+        ``now`` itself (Redis ``TIME`` through the clock's map); the answer carries the
+        latest reading."""
+        clock, nonce = clock_arg(now), secrets.token_hex(4)
         grants: list[tuple[bool, float, str, LeaseGrant]] = []
         ttl = repr(lease_ttl_s)
+        latest = -math.inf
         for _ in range(3):
             want = n - len(grants)
-            plan = await self._plan(now_arg, want, dispatch_ahead)
+            plan, read_at = await self._plan(clock, want, dispatch_ahead)
+            latest = max(latest, read_at)
             if not plan:
                 break
             answers = await self._run(
                 [
-                    self._call("lease", s, (now_arg, kd, ka, ttl, nonce, self._history, _SCAN))
+                    self._call("lease", s, (clock, kd, ka, ttl, nonce, self._history, _SCAN))
                     for s, kd, ka in plan
                 ]
             )
             got = len(grants)
             lam0 = (await self._recent_lambda0()).value
-            for (shard, _, _), flat in zip(plan, answers, strict=True):
-                grants += self._grants(shard, flat, nonce, now, now + lease_ttl_s, lam0)
+            for (shard, _, _), (read, deadline, flat) in zip(plan, answers, strict=True):
+                latest = max(latest, float(read))
+                grants += self._grants(shard, flat, nonce, float(read), float(deadline), lam0)
             if len(grants) in (got, n):
                 break
         grants.sort(key=lambda g: g[:3])
-        return [g[3] for g in grants]
+        return Leases(latest, [g[3] for g in grants])
 
-    async def _plan(self, now_arg: str, want: int, ahead: bool) -> list[tuple[int, int, int]]:
-        """(shard, due hosts, not-yet-due hosts) to lease from.  Each shard lists about
-        twice its fair share; when a list that was cut short is used up, ask again
-        for full lists (the merge stays exact)."""
+    async def _plan(
+        self, clock: str, want: int, ahead: bool
+    ) -> tuple[list[tuple[int, int, int]], float]:
+        """(shard, due hosts, not-yet-due hosts) to lease from, and the latest time the
+        shards read.  Each shard lists about twice its fair share; when a list that was
+        cut short is used up, ask again for full lists (the merge stays exact)."""
         scan = _SCAN if ahead else 0
         limit = min(want, math.ceil(2 * want / self.shards) + 8)
         while True:
             answers = await self._run(
                 [
-                    self._call("ready", s, (now_arg, self._history, want, scan, limit))
+                    self._call("ready", s, (clock, self._history, want, scan, limit))
                     for s in range(self.shards)
                 ]
             )
@@ -95,7 +115,8 @@ class RedisDispatch(RedisMultipliers):
             if limit >= want or not cut:
                 break
             limit = want
-        return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]]
+        read_at = max(float(a[2]) for a in answers)
+        return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]], read_at
 
     @staticmethod
     def _grants(
@@ -116,7 +137,7 @@ class RedisDispatch(RedisMultipliers):
         return out
 
     @unavailable
-    async def lease_status(self, lease_ids: Sequence[str]) -> list[tuple[LeaseStatus, str | None]]:
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
         parsed = [parse_lease_id(x, self.shards) for x in lease_ids]
         groups: dict[int, list[tuple[int, int, str]]] = defaultdict(list)
         for i, p in enumerate(parsed):
@@ -126,13 +147,13 @@ class RedisDispatch(RedisMultipliers):
             self._call("lease_status", shard, [x for _, seq, nonce in items for x in (seq, nonce)])
             for shard, items in groups.items()
         ]
-        out: list[tuple[LeaseStatus, str | None]] = [(LeaseStatus.UNKNOWN, None)] * len(lease_ids)
+        out = [LeaseInfo(LeaseStatus.UNKNOWN, None, None)] * len(lease_ids)
         for items, flat in zip(groups.values(), await self._run(calls), strict=True):
             for j, (i, _, _) in enumerate(items):
-                status = int(flat[3 * j])
-                if status in _LEASE:
-                    host, ukey = text(flat[3 * j + 1]), text(flat[3 * j + 2])
-                    out[i] = (_LEASE[status], expand_url(ukey, host))
+                status, host, ukey, issued = flat[4 * j : 4 * j + 4]
+                if int(status) in _LEASE:
+                    url = expand_url(text(ukey), text(host))
+                    out[i] = LeaseInfo(_LEASE[int(status)], url, float(issued) if issued else None)
         return out
 
     @unavailable
@@ -142,23 +163,28 @@ class RedisDispatch(RedisMultipliers):
         retry_delay_s: float,
         discard_within_s: float,
         outcome_window: int,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
+        """Settle each result in the shard of its lease (which finds a lease of another
+        URL, in its own shard or not, stale); a lease id this store never spelled is
+        unknown."""
         head = [
             repr(retry_delay_s), repr(discard_within_s), self._cap, self._history,
             int(outcome_window),
         ]  # fmt: skip
         groups: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        out = [EventStatus.STALE] * len(outcomes)
+        out = [EventStatus.UNKNOWN_LEASE] * len(outcomes)
         for i, o in enumerate(outcomes):
             p = parse_lease_id(o.lease_id, self.shards)
+            if p is None:
+                continue
             host = host_of(o.url)
-            if p is None or p[0] != self._shard(host):
-                continue  # not a lease of this URL's shard: stale
             fields = (url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok))
             changed = 2 if o.changed is None else int(o.changed)  # 2: unknown
             groups[p[0]].append((i, " ".join(map(str, (host, *fields, changed)))))
+        ttl = once_ttl_arg(once)
         calls = [
-            self._call("settle", shard, [*head, " ".join(line for _, line in items)])
+            self._call("settle", shard, [*head, " ".join(x for _, x in items), ttl], once)
             for shard, items in groups.items()
         ]
         for items, codes in zip(groups.values(), await self._run(calls), strict=True):

@@ -45,6 +45,11 @@ class ShardKeys:
         """Hash of the host's URL key -> packed URL record."""
         return f"{self.tag}urls:{host}"
 
+    def once(self, digest: str) -> bytes:
+        """String: the answer this shard gave the event batch ``digest`` names (an
+        idempotency key's record, expiring), one status digit per event."""
+        return f"{self.tag}once:{digest}".encode()
+
     def est(self, host: str) -> str:
         """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
         crawl outcomes; ``records.EST_*``); a URL with none of these has no field."""

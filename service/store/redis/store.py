@@ -25,17 +25,20 @@ from typing import Any, cast
 
 from redis.exceptions import RedisError
 from scheduler_core.errors import ParameterError
+from service.clock import TimeSource
 from service.errors import StoreUnavailable
 from service.store.base import (
     ClickEvent,
     EventStatus,
     HostState,
+    IdempotencyKey,
     ScoredParams,
     SignalEvent,
     StoreStats,
     UrlRecord,
     UrlState,
 )
+from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
 from service.store.redis.dispatch import RedisDispatch
 from service.store.redis.keys import url_key
@@ -110,7 +113,9 @@ class RedisStore(RedisDispatch):
 
     # -- registration ------------------------------------------------------------------------
     @unavailable
-    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+    async def upsert_urls(
+        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+    ) -> list[bool]:
         nan = math.nan
         packed = [
             PARAMS.pack(
@@ -127,8 +132,9 @@ class RedisStore(RedisDispatch):
             + pack_prior(r.prior)
             for r in records
         ]
-        head = (repr(now), self._cap, repr(self._default_delay))
-        answers = await self._per_url("upsert", [r.url for r in records], head, packed)
+        head = (repr(now), self._cap, repr(self._default_delay), once_ttl_arg(once))
+        urls = [r.url for r in records]
+        answers = await self._per_url("upsert", urls, head, packed, once=once)
         return [bool(a) for _, a in answers]
 
     @unavailable
@@ -225,20 +231,26 @@ class RedisStore(RedisDispatch):
     # -- events ------------------------------------------------------------------------------------
     @unavailable
     async def record_signals(
-        self, events: Sequence[SignalEvent], discard_within_s: float, decay_s: float
+        self,
+        events: Sequence[SignalEvent],
+        discard_within_s: float,
+        decay_s: float,
+        once: IdempotencyKey | None = None,
     ) -> list[EventStatus]:
         head = (repr(discard_within_s), self._cap, _decay(decay_s))
         times = [repr(e.time) for e in events]
-        answers = await self._per_url("signals", [e.url for e in events], head, times, joined=True)
+        urls = [e.url for e in events]
+        answers = await self._per_url("signals", urls, head, times, joined=True, once=once)
         return [_EVENT[a] for _, a in answers]
 
     @unavailable
     async def record_clicks(
-        self, events: Sequence[ClickEvent], decay_s: float
+        self, events: Sequence[ClickEvent], decay_s: float, once: IdempotencyKey | None = None
     ) -> list[EventStatus]:
         head = (_decay(decay_s),)
         times = [repr(e.time) for e in events]
-        answers = await self._per_url("clicks", [e.url for e in events], head, times, joined=True)
+        urls = [e.url for e in events]
+        answers = await self._per_url("clicks", urls, head, times, joined=True, once=once)
         return [_EVENT[a] for _, a in answers]
 
     # -- estimator groups ----------------------------------------------------------------------
@@ -257,9 +269,9 @@ class RedisStore(RedisDispatch):
 
     # -- operations --------------------------------------------------------------------------------
     @unavailable
-    async def stats(self, now: float, top_hosts: int) -> StoreStats:
+    async def stats(self, now: TimeSource, top_hosts: int) -> StoreStats:
         await self._flush()
-        head = (repr(now), self._history, top_hosts)
+        head = (clock_arg(now), self._history, top_hosts)
         answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
         lam0 = await self._lambda0()
         top: list[HostState] = []

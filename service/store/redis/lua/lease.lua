@@ -1,17 +1,21 @@
 -- Lease URLs of one shard: up to k_due + k_ahead hosts, those due now first (readiness
 -- order), then at most k_ahead hosts not yet due whose politeness gate is open
 -- (readiness order: their URLs go out below threshold).  One URL per host, its earliest
--- due; the host's gate moves to now + crawl delay.
+-- due; the host's gate moves to now + crawl delay.  `now` is read here, from the server's
+-- TIME through the caller's clock (lib.lua clock_now).
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] k_due; ARGV[3] k_ahead; ARGV[4] lease TTL, s; ARGV[5]
--- nonce of this call (no white space); ARGV[6] lease history kept; ARGV[7] most
--- not-yet-due hosts scanned for an open gate.
--- Returns per grant: host, url key, packed record (as leased), lease seq, gated (0/1),
--- readiness the host had (Unix s), the host's log-mean estimate (ln Λ_h; '' = none).
-local now_arg = ARGV[1]
-local now, k_due, k_ahead, ttl = num(now_arg), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+-- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] k_due; ARGV[3]
+-- k_ahead; ARGV[4] lease TTL, s; ARGV[5] nonce of this call (no white space); ARGV[6]
+-- lease history kept; ARGV[7] most not-yet-due hosts scanned for an open gate.
+-- Returns {now (Unix s), deadline of the leases (Unix s), grants}, grants flat: per grant
+-- host, url key, packed record (as leased), lease seq, gated (0/1), readiness the host
+-- had (Unix s), the host's log-mean estimate (ln Λ_h; '' = none).
+local now = clock_now(ARGV[1])
+local now_arg = str(now)
+local k_due, k_ahead, ttl = num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local nonce, history, scan = ARGV[5], num(ARGV[6]), num(ARGV[7])
-reclaim(now_arg, history)
+local deadline = now + ttl
+reclaim(now, history)
 
 -- which hosts: due ones, then open ones among the not yet due
 local chosen = {}
@@ -42,11 +46,10 @@ while ahead < k_ahead and offset < scan do
   end
   offset = offset + #later
 end
-if #chosen == 0 then return {} end
+if #chosen == 0 then return {now_arg, str(deadline), {}} end
 
 -- lease one URL of each; the writes shared by all go out in one call each
 local seq0 = redis.call('HINCRBY', K_META, 'lseq', #chosen) - #chosen
-local deadline = now + ttl
 local out, host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}, {}
 for i, host in ipairs(chosen) do
   local h = {}
@@ -73,7 +76,8 @@ for i, host in ipairs(chosen) do
   host_recs[#host_recs + 1] = host
   host_recs[#host_recs + 1] = struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored)
   leases[#leases + 1] = seq
-  leases[#leases + 1] = struct.pack('<Bd', ACTIVE, deadline) .. nonce .. ' ' .. host .. ' ' .. ukey
+  leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
+                                    nonce = nonce, host = host, ukey = ukey})
   deadlines[#deadlines + 1] = deadline
   deadlines[#deadlines + 1] = seq
   local mean = ''
@@ -85,4 +89,4 @@ bulk('ZADD', K_READY, ready, 2)
 bulk('ZREM', K_READY, gone, 1)
 bulk('HSET', K_LEASES, leases, 2)
 bulk('ZADD', K_DEADLINES, deadlines, 2)
-return out
+return {now_arg, str(deadline), out}

@@ -13,6 +13,8 @@
 --   KEYS[9]  est:        prefix of "est:<host>",   hash url key -> packed estimator state
 --                        (layout below), keyed like urls:<host>; a URL with
 --                        nothing to keep there has no field
+--   KEYS[10] once:<digest>  string  optional, only for event batches under an idempotency
+--                        key: this batch's answer in this shard (below)
 -- The per-host keys are found while the script runs (which host is ready is the
 -- script's own answer), so they are passed as prefixes; they share the shard's
 -- hash tag and therefore the declared keys' slot.
@@ -23,12 +25,46 @@
 local K_META, K_HOSTS, K_READY = KEYS[1], KEYS[2], KEYS[3]
 local K_LEASES, K_DEADLINES, K_FINISHED = KEYS[4], KEYS[5], KEYS[6]
 local K_QUEUE, K_URLS, K_EST = KEYS[7], KEYS[8], KEYS[9]
+local K_ONCE = KEYS[10]
 
 local INF = math.huge
 local NAN = -(0 / 0)
 local function isnan(x) return x ~= x end
 local function num(s) return tonumber(s) end
 local function str(x) return string.format('%.17g', x) end
+
+-- The time decisions are taken at (lease deadlines, lease reclaiming, politeness gates):
+-- the API process's clock (service/clock.py WallMap) applied to this server's own TIME,
+-- so that processes whose machines' clocks disagree decide on one time line.  `spec` is
+-- "start speed epoch": clock time = start + speed × (wall − epoch), wall = TIME, Unix s;
+-- speed 0 is a clock standing still at `start` (a fixed reading; TIME is not read).
+-- Scripts replicate their effects, not themselves (the only mode since Redis 7.0, the
+-- default since 5.0), so reading TIME before writing keeps replicas and the AOF exact.
+local function clock_now(spec)
+  local start, speed, epoch = string.match(spec, '^(%S+) (%S+) (%S+)$')
+  start, speed, epoch = tonumber(start), tonumber(speed), tonumber(epoch)
+  if speed == 0 then return start end
+  local t = redis.call('TIME')
+  return start + speed * ((tonumber(t[1]) - epoch) + tonumber(t[2]) / 1000000)
+end
+
+-- Exactly-once batches: KEYS[10], when given, holds the answer this batch got in this
+-- shard, one status code (a digit) per event, written with the batch's effects and
+-- expiring after the key's TTL.  A repeat finds it and answers the same, changing
+-- nothing; a repeat after a failure half-way applies the shards that have no answer.
+-- The answer a batch got here before, or nil.
+local function once_replay()
+  if not K_ONCE then return nil end
+  local rec = redis.call('GET', K_ONCE)
+  if not rec then return nil end
+  local out = {}
+  for i = 1, #rec do out[i] = string.byte(rec, i) - 48 end
+  return out
+end
+-- Remember a batch's answer for `ttl_ms` wall ms (nothing without a key).
+local function once_remember(out, ttl_ms)
+  if K_ONCE then redis.call('SET', K_ONCE, table.concat(out), 'PX', ttl_ms) end
+end
 
 -- cmd key items...: in chunks (Lua's unpack takes a few thousand values at most) of
 -- whole groups of `stride` items; returns the answers of all chunks, concatenated.
@@ -152,19 +188,31 @@ local function put_host(host, h)
   redis.call('HSET', K_HOSTS, host, struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored))
 end
 
--- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), then
--- "<nonce> <host> <url key>" (none of them holds white space).
+-- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), issue time
+-- (Unix s), then "<nonce> <host> <url key>" (none of them holds white space).  Records
+-- written before the issue time was kept lack it (read as NaN: unknown).
 local ACTIVE, EXPIRED, SETTLED = 1, 2, 3
+local LEASE = '<Bdd'
+local TEXT = '^(%S+) (%S+) (%S+)$'
 local function get_lease(seq)
   local s = redis.call('HGET', K_LEASES, seq)
   if not s then return nil end
-  local status, deadline, rest = struct.unpack('<Bd', s)
-  local nonce, host, ukey = string.match(string.sub(s, rest), '^(%S+) (%S+) (%S+)$')
-  return {status = status, deadline = deadline, nonce = nonce, host = host, ukey = ukey}
+  local status, deadline, issued, rest = struct.unpack(LEASE, s)
+  local nonce, host, ukey = string.match(string.sub(s, rest), TEXT)
+  if not nonce then  -- the earlier layout: no issue time
+    status, deadline, rest = struct.unpack('<Bd', s)
+    issued = NAN
+    nonce, host, ukey = string.match(string.sub(s, rest), TEXT)
+  end
+  return {status = status, deadline = deadline, issued = issued, nonce = nonce, host = host,
+          ukey = ukey}
+end
+local function pack_lease(l)
+  return struct.pack(LEASE, l.status, l.deadline, l.issued) .. l.nonce .. ' ' .. l.host .. ' '
+    .. l.ukey
 end
 local function put_lease(seq, l)
-  redis.call('HSET', K_LEASES, seq,
-    struct.pack('<Bd', l.status, l.deadline) .. l.nonce .. ' ' .. l.host .. ' ' .. l.ukey)
+  redis.call('HSET', K_LEASES, seq, pack_lease(l))
 end
 
 -- Due time (MATH.md "Due time"; scheduler_core/due.py, which the contract tests
@@ -234,9 +282,10 @@ local function trim_history(history)
   end
 end
 
--- Expired leases go back to their host queues (at-least-once delivery).
-local function reclaim(now_arg, history)
-  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', now_arg)
+-- Expired leases (deadline at or before `now`, Unix s) go back to their host queues
+-- (at-least-once delivery).
+local function reclaim(now, history)
+  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', str(now))
   local touched = {}
   for _, seq in ipairs(expired) do
     redis.call('ZREM', K_DEADLINES, seq)

@@ -1,16 +1,20 @@
 -- Reclaim expired leases of one shard, then list the readiness of the hosts that could
 -- give out a URL now: up to `wanted` due hosts and, when fewer are due, open hosts not
 -- yet due; for the caller to share a /next batch over the shards as one sorted set of
--- all hosts would (most overdue first, then the soonest due).
+-- all hosts would (most overdue first, then the soonest due).  `now` is read here, from
+-- the server's TIME through the caller's clock (lib.lua clock_now).
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] hosts wanted; ARGV[4] most
--- not-yet-due hosts scanned for an open politeness gate; ARGV[5] most hosts listed of
--- each kind (the caller asks again with more when a shard's list ran out).
--- Returns {{host, readiness (Unix s), ...} due, {host, readiness, ...} open, not yet due}.
-local now_arg, history, want, scan = ARGV[1], num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
+-- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] lease history kept;
+-- ARGV[3] hosts wanted; ARGV[4] most not-yet-due hosts scanned for an open politeness
+-- gate; ARGV[5] most hosts listed of each kind (the caller asks again with more when a
+-- shard's list ran out).
+-- Returns {{host, readiness (Unix s), ...} due, {host, readiness, ...} open, not yet due,
+-- now (Unix s)}.
+local history, want, scan = num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local limit = num(ARGV[5])
-local now = num(now_arg)
-reclaim(now_arg, history)
+local now = clock_now(ARGV[1])
+local now_arg = str(now)
+reclaim(now, history)
 local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES', 'LIMIT', 0, limit)
 local out = {}
 local need, offset = 0, 0
@@ -33,4 +37,4 @@ while #out / 2 < need and offset < scan do
   end
   offset = offset + #hosts
 end
-return {due, out}
+return {due, out, now_arg}

@@ -7,8 +7,13 @@
 -- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
 -- history kept; ARGV[5] outcomes kept per URL (window); ARGV[6] the results, "host
 -- url-key lease-seq nonce fetched-at ok changed" each (fetched at: Unix s; ok: 0/1;
--- changed: 0 no, 1 yes, 2 unknown), separated by spaces.
--- Returns per result 0 accepted, 2 stale, 3 duplicate.
+-- changed: 0 no, 1 yes, 2 unknown), separated by spaces; ARGV[7] how long the answer is
+-- remembered under KEYS[10] (if given: lib.lua once_replay), wall ms.
+-- Returns per result 0 accepted, 2 stale (a lease of another URL, or of a URL dropped or
+-- leased again since the lease expired), 3 duplicate, 4 unknown lease (never issued by
+-- this shard, or forgotten).
+local seen = once_replay()
+if seen then return seen end
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local window = num(ARGV[5])
 local out = {}
@@ -32,8 +37,11 @@ for host, ukey, seq, nonce, fetched, ok, changed in
   local known = changed ~= '2'
   fetched, ok, changed = num(fetched), ok == '1', changed == '1'
   local l = get_lease(seq)
-  local u = get_url(host, ukey)
-  if not l or l.nonce ~= nonce or l.host ~= host or l.ukey ~= ukey then
+  -- the URL only once the lease is known to be its own (so in this shard)
+  local u = l and l.nonce == nonce and l.host == host and l.ukey == ukey and get_url(host, ukey)
+  if not l or l.nonce ~= nonce then
+    out[#out + 1] = 4
+  elseif l.host ~= host or l.ukey ~= ukey then
     out[#out + 1] = 2
   elseif l.status == SETTLED then
     out[#out + 1] = 3
@@ -74,4 +82,5 @@ bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
 refresh_all(touched)
 trim_history(history)
+once_remember(out, ARGV[7])
 return out

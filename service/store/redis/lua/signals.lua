@@ -4,8 +4,11 @@
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; ARGV[3] decay time constant T, s; ARGV[4]
 -- the signals, "host url-key time" (Unix s) each, separated by spaces (none of them
--- holds white space).
+-- holds white space); ARGV[5] how long the answer is remembered under KEYS[10] (if given:
+-- lib.lua once_replay), wall ms.
 -- Returns per signal 0 accepted, 1 unknown URL, 2 stale.
+local seen = once_replay()
+if seen then return seen end
 local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
 local touched = {}
@@ -29,4 +32,5 @@ for host, ukey, t in string.gmatch(ARGV[4], '(%S+) (%S+) (%S+)') do
   end
 end
 refresh_all(touched)
+once_remember(out, ARGV[5])
 return out

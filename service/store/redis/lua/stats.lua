@@ -1,11 +1,14 @@
--- Counts of one shard for /metrics; reclaims expired leases first.
+-- Counts of one shard for /metrics; reclaims expired leases first.  `now` is read here,
+-- from the server's TIME through the caller's clock (lib.lua clock_now).
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] lease history kept; ARGV[3] k, hosts with the highest
--- λ_h estimate to return.
+-- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] lease history kept;
+-- ARGV[3] k, hosts with the highest λ_h estimate to return.
 -- Returns {urls, hosts, due backlog, active leases, expired total,
 --          {host, record, URLs, queued, due, earliest due or '', ...} top k}.
-local now_arg, history, k = ARGV[1], num(ARGV[2]), num(ARGV[3])
-reclaim(now_arg, history)
+local history, k = num(ARGV[2]), num(ARGV[3])
+local now = clock_now(ARGV[1])
+local now_arg = str(now)
+reclaim(now, history)
 local all = redis.call('HGETALL', K_HOSTS)
 local backlog = 0
 local ranked = {}

@@ -1,7 +1,8 @@
 -- Register or update URLs of one shard.
 -- KEYS: the shard keys (lib.lua).
--- ARGV[1] now, Unix s; ARGV[2] revisit cap, s; ARGV[3] default crawl delay, s;
--- then per URL: host, url key, and one string: 9 packed doubles (W 1/s, Δ 1/s, recall,
+-- ARGV[1] now, Unix s; ARGV[2] revisit cap, s; ARGV[3] default crawl delay, s; ARGV[4]
+-- how long the answer is remembered under KEYS[10] (if given: lib.lua once_replay), wall
+-- ms; then per URL: host, url key, and one string: 9 packed doubles (W 1/s, Δ 1/s, recall,
 -- ν 1/s, β s, ι s, Λ scored, known last crawl Unix s or NaN, crawl delay s or NaN)
 -- followed by the prior as the estimator state holds it (lib.lua): a flags byte with
 -- the prior's flags only (fixed, labelled, which of W, Δ, recall, ν were given), the
@@ -9,11 +10,13 @@
 -- the decayed counts and outcomes of a known URL are kept; a URL with neither prior nor
 -- history gets no estimator state.
 -- Returns per URL 1 (new) or 0 (updated).
+local seen = once_replay()
+if seen then return seen end
 local now, cap, default_delay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
 local hosts = {}  -- host -> record, written once at the end
 local new_urls = 0
-for i = 4, #ARGV, 3 do
+for i = 5, #ARGV, 3 do
   local host, ukey = ARGV[i], ARGV[i + 1]
   local w, delta, recall, nu, beta, thr, slam, last, delay, at =
     struct.unpack('<ddddddddd', ARGV[i + 2])
@@ -59,4 +62,5 @@ for host, h in pairs(hosts) do
 end
 if new_urls > 0 then redis.call('HINCRBY', K_META, 'urls', new_urls) end
 refresh_all(touched)
+once_remember(out, ARGV[4])
 return out

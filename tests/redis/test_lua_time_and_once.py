@@ -1,0 +1,250 @@
+"""The scripts called directly, against a private ``redis-server``: the time they decide
+at comes from the server's ``TIME`` through the caller's clock (``lib.lua``
+clock_now), and an event batch under an idempotency key is applied once per shard,
+its answer kept (``KEYS[10]``) with its effects.  Each checks the state after and that
+a repeat is safe."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis
+
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    EventStatus,
+    IdempotencyKey,
+    UrlRecord,
+    shard_of,
+)
+from service.store.redis import RedisStore
+from service.store.redis.keys import ShardKeys, url_key
+from service.store.redis.local import LocalRedis
+from service.store.redis.records import HOST, URL, parse_lease_id
+from service.store.redis.scripts import Call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+T0 = 1_000_000.0
+DECAY_S = 86_400.0
+SHARDS = 4
+DELAY_S = 7.0
+TTL_S = 60.0
+#: Lease record (lua/lib.lua): status, deadline, issue time, then "nonce host url-key".
+LEASE = struct.Struct("<Bdd")
+
+
+def rec(url: str, last: float = T0) -> UrlRecord:
+    return UrlRecord(
+        url=url, host=url.split("/")[2], weight=1.0, change_rate=0.01, recall=0.5,
+        false_signal_rate=0.01, signal_time_equivalent_s=0.0, threshold_s=100.0,
+        scored_lambda=1.0, last_crawled_at=last, crawl_delay_s=DELAY_S,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server: LocalRedis) -> Iterator[redis.Redis]:
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+        yield client
+
+
+@pytest.fixture
+async def store(server: LocalRedis, raw: redis.Redis) -> AsyncIterator[RedisStore]:
+    s = await RedisStore.connect(server.url, shards=SHARDS)
+    yield s
+    await s.close()
+
+
+def _server_time(raw: redis.Redis) -> float:
+    sec, usec = raw.time()
+    return sec + usec / 1e6
+
+
+async def _lease(store: RedisStore, shard: int, clock: str) -> list[bytes]:
+    """``lease.lua`` of one shard for one due host."""
+    args = (clock, 1, 0, repr(TTL_S), "n0nce", 1000, 0)
+    (answer,) = await store._scripts.run(store.client, [Call("lease", ShardKeys(shard).all, args)])
+    return list(answer)
+
+
+@pytest.mark.parametrize(
+    ("start", "speed", "epoch_ago_s"),
+    [(0.0, 1.0, 0.0), (T0, 1000.0, 3.0), (T0, 0.5, 10.0)],
+)
+async def test_lease_reads_the_server_time_through_the_clock(
+    store: RedisStore, raw: redis.Redis, start: float, speed: float, epoch_ago_s: float
+) -> None:
+    """now = start + speed × (TIME − epoch); the deadline, the gate and the lease's issue
+    time all follow it."""
+    host = "a.example"
+    shard = shard_of(host, SHARDS)
+    await store.upsert_urls([rec(f"https://{host}/{i}", last=-1e12) for i in range(2)], T0)
+    epoch = _server_time(raw) - epoch_ago_s if speed != 1.0 else 0.0
+    before = _server_time(raw)
+    now_s, deadline_s, flat = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")
+    after = _server_time(raw)
+    now = float(now_s)
+    assert start + speed * (before - epoch) <= now <= start + speed * (after - epoch)
+    assert float(deadline_s) == now + TTL_S
+    seq = int(flat[3])
+    keys = ShardKeys(shard)
+    status, deadline, issued = LEASE.unpack_from(raw.hget(keys.all[3], seq) or b"")
+    assert (status, deadline, issued) == (1, now + TTL_S, now)
+    assert raw.zscore(keys.all[4], seq) == now + TTL_S
+    assert HOST.unpack(raw.hget(keys.hosts, host) or b"")[1] == now + DELAY_S  # the gate
+    # a repeat within the crawl delay leases nothing: the gate is in the server's future
+    again_now, _, again = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")
+    if speed * (_server_time(raw) - before) < DELAY_S:
+        assert again == [] and float(again_now) >= now
+
+
+async def test_a_fixed_reading_is_used_as_it_is(store: RedisStore, raw: redis.Redis) -> None:
+    host = "a.example"
+    await store.upsert_urls([rec(f"https://{host}/x")], T0)
+    now_s, deadline_s, flat = await _lease(store, shard_of(host, SHARDS), f"{T0 + 500!r} 0.0 0.0")
+    assert (float(now_s), float(deadline_s), len(flat)) == (T0 + 500, T0 + 500 + TTL_S, 7)
+
+
+async def test_reclaiming_follows_the_server_time(store: RedisStore, raw: redis.Redis) -> None:
+    """A lease is reclaimed once the server's time, through the caller's clock, passes
+    its deadline, not before; reclaiming again changes nothing."""
+    host = "a.example"
+    shard = shard_of(host, SHARDS)
+    wall = _server_time(raw)
+    await store.upsert_urls([rec(f"https://{host}/x", last=wall - 1e4)], wall)
+    await _lease(store, shard, "0.0 1.0 0.0")  # the system clock: the server's TIME
+    keys = ShardKeys(shard)
+
+    async def stats(clock: str) -> tuple[int, int]:
+        (answer,) = await store._scripts.run(
+            store.client, [Call("stats", keys.all, (clock, 1000, 0))]
+        )
+        return int(answer[3]), int(answer[4])  # active, expired
+
+    for _ in range(2):
+        assert await stats("0.0 1.0 0.0") == (1, 0)
+    # a clock one TTL and a second ahead of the server's: its deadline has passed
+    for _ in range(2):
+        assert await stats(f"{TTL_S + 1!r} 1.0 0.0") == (0, 1)
+    assert raw.zcard(keys.all[4]) == 0 and raw.zcard(keys.queue(host)) == 1
+
+
+def _once(digest: str, ttl_s: float = 3600.0) -> IdempotencyKey:
+    return IdempotencyKey(digest, ttl_s)
+
+
+async def test_a_batch_half_applied_is_completed_once(store: RedisStore, raw: redis.Redis) -> None:
+    """Redis died after one shard's script of a batch ran: the batch sent again under its
+    key applies the other shards and answers the one that ran as it did."""
+    urls = [f"https://h{i}.example/p" for i in range(12)]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    clicks = [ClickEvent(u, T0 + 1.0) for u in [*urls, "https://nope.example/"]]
+    once = _once("ab" * 16)
+    groups = store._by_shard([c.url for c in clicks])
+    assert len(groups) >= 3
+    shard, items = next(iter(groups.items()))
+    head = " ".join(f"{h} {k} {T0 + 1.0!r}" for _, h, k in items)
+    part = store._call("clicks", shard, (repr(DECAY_S), head, 3_600_000), once)
+    (answer,) = await store._scripts.run(store.client, [part])  # the part that ran
+    record = raw.get(ShardKeys(shard).once(once.digest))
+    assert record == "".join(map(str, answer)).encode()
+    assert 0 < raw.pttl(ShardKeys(shard).once(once.digest)) <= 3_600_000
+    for _ in range(2):
+        statuses = await store.record_clicks(clicks, DECAY_S, once)
+        assert statuses == [EventStatus.ACCEPTED] * len(urls) + [EventStatus.UNKNOWN_URL]
+        assert all(s is not None and s.clicks == 1 for s in await store.get_urls(urls))
+    for s in groups:
+        assert raw.exists(ShardKeys(s).once(once.digest))
+
+
+def _settle_line(o: CrawlOutcome) -> str:
+    """One result as ``settle.lua`` takes it (a refreshed, changed copy)."""
+    host = o.url.split("/")[2]
+    parsed = parse_lease_id(o.lease_id, SHARDS)
+    assert parsed is not None
+    _, seq, nonce = parsed
+    return f"{host} {url_key(o.url, host)} {seq} {nonce} {o.fetched_at!r} 1 1"
+
+
+async def test_results_half_applied_are_completed_once(store: RedisStore, raw: redis.Redis) -> None:
+    urls = [f"https://h{i}.example/p" for i in range(12)]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    _, grants = await store.lease_next(T0 + 500, len(urls), TTL_S, dispatch_ahead=False)
+    outcomes = [CrawlOutcome(g.state.url, g.lease_id, T0 + 501, True, True) for g in grants]
+    once = _once("cd" * 16)
+    # the results of one shard settle (the answer lost with Redis), the rest do not
+    shard = int(grants[0].lease_id.split(".")[0])
+    mine = [o for o in outcomes if o.lease_id.startswith(f"{shard}.")]
+    line = " ".join(_settle_line(o) for o in mine)
+    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, line, 3_600_000)
+    part = store._call("settle", shard, head, once)
+    assert await store._scripts.run(store.client, [part]) == [[0] * len(mine)]
+    assert len(mine) < len(outcomes)
+    for _ in range(2):
+        statuses = await store.settle(outcomes, 60.0, 0.0, 8, once)
+        assert statuses == [EventStatus.ACCEPTED] * len(urls)
+        states = await store.get_urls(urls)
+        assert all(s is not None and (s.crawls, s.lease_id) == (1, None) for s in states)
+    # a new batch of the same results: duplicates
+    again = await store.settle(outcomes, 60.0, 0.0, 8, _once("ef" * 16))
+    assert again == [EventStatus.DUPLICATE] * len(urls)
+
+
+async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) -> None:
+    await store.upsert_urls([rec("https://a.example/x")], T0)
+    _, (g,) = await store.lease_next(T0 + 500, 1, TTL_S, dispatch_ahead=False)
+    parsed = parse_lease_id(g.lease_id, SHARDS)
+    assert parsed is not None
+    shard, seq, nonce = parsed
+    ukey = url_key(g.state.url, "a.example")
+    lines = [
+        f"a.example {ukey} {seq} wrongnonce {T0!r} 1 1",  # a nonce never issued
+        f"a.example {ukey} {seq + 1} {nonce} {T0!r} 1 1",  # a seq never issued
+        f"b.example /y {seq} {nonce} {T0!r} 1 1",  # the lease of another URL
+    ]
+    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, " ".join(lines), 0)
+    keys = ShardKeys(shard)
+    for _ in range(2):
+        (answer,) = await store._scripts.run(store.client, [Call("settle", keys.all, head)])
+        assert answer == [4, 4, 2]
+        assert URL.unpack(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
+
+
+async def test_leases_of_the_earlier_layout_are_still_read(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """Lease records written before the issue time was kept ("<Bd" + text) are read
+    with an unknown issue time: they settle, expire and report as before."""
+    urls = ["https://a.example/x", "https://b.example/y"]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    _, grants = await store.lease_next(T0 + 500, 2, TTL_S, dispatch_ahead=False)
+    for g in grants:
+        parsed = parse_lease_id(g.lease_id, SHARDS)
+        assert parsed is not None
+        shard, seq, nonce = parsed
+        host = g.state.host
+        old = (
+            struct.pack("<Bd", 1, g.deadline)
+            + f"{nonce} {host} {url_key(g.state.url, host)}".encode()
+        )
+        raw.hset(ShardKeys(shard).all[3], str(seq), old)
+    infos = await store.lease_status([g.lease_id for g in grants])
+    assert [(i.status, i.url, i.issued_at) for i in infos] == [
+        ("active", g.state.url, None) for g in grants
+    ]
+    first, second = grants
+    done = CrawlOutcome(first.state.url, first.lease_id, T0 + 501, True, True)
+    assert await store.settle([done], 60.0, 0.0, 8) == [EventStatus.ACCEPTED]
+    stats = await store.stats(T0 + 500 + TTL_S, 0)  # the other one expires
+    assert (stats.leases_active, stats.leases_expired_total) == (0, 1)
+    (late,) = await store.lease_status([second.lease_id])
+    assert (late.status, late.issued_at) == ("expired", None)
