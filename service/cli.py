@@ -21,8 +21,8 @@ from service.loadgen.runner import LoadgenOptions, run_loadgen
 from service.loadgen.worldfile import (
     PRESETS,
     TraceError,
-    preset_toml,
     load_spec,
+    preset_toml,
     read_trace,
     write_trace,
 )

@@ -18,11 +18,11 @@ from scheduler_core.policies.base import (
 )
 from scheduler_core.policies.catalog import GREEDY_NAMES, POLICY_NAMES, make_policy
 from scheduler_core.policies.exp3 import Exp3Policy
+from scheduler_core.policies.frontier import RefetchPolicy
 from scheduler_core.policies.greedy import GreedyPolicy
 from scheduler_core.policies.lambdacrawl import LambdaCrawlPolicy
 from scheduler_core.policies.lds import LowDiscrepancyPolicy
 from scheduler_core.policies.proportional import ProportionalPolicy, UniformPolicy
-from scheduler_core.policies.frontier import RefetchPolicy
 from scheduler_core.policies.registry import ANCHOR_NAMES, REFERENCE_POLICIES
 from scheduler_core.policies.thompson import ThompsonPolicy
 

@@ -102,9 +102,7 @@ class RefetchPolicy(Policy):
     def start(self, problem: Problem) -> None:
         super().start(problem)
         m = problem.m
-        self.start_interval_s = (
-            m / problem.budget_per_s if self.tuned else self.initial_interval_s
-        )
+        self.start_interval_s = m / problem.budget_per_s if self.tuned else self.initial_interval_s
         self.interval_s = np.full(m, self.start_interval_s)
         # (0, interval]: 1 − U with U in [0, 1)
         self.due_s = self.start_interval_s * (1.0 - self.rng.random(m))

@@ -200,7 +200,9 @@ class Dist:
             w = part["weight"]
             if isinstance(w, bool) or not isinstance(w, int | float):
                 raise ParameterError(f"mixture weight must be a number, got {w!r}")
-            built.append((float(w), cls.from_mapping({k: v for k, v in part.items() if k != "weight"})))
+            built.append(
+                (float(w), cls.from_mapping({k: v for k, v in part.items() if k != "weight"}))
+            )
         return cls.mixture(*built)
 
     def to_mapping(self) -> dict[str, Any]:
@@ -319,4 +321,5 @@ def _pareto_mean(scale: float, shape: float, cap: float) -> float:
         return shape * scale / (shape - 1.0) if shape > 1 else math.inf
     if shape == 1.0:
         return scale + scale * math.log(cap / scale)
-    return scale + scale**shape * (cap ** (1.0 - shape) - scale ** (1.0 - shape)) / (1.0 - shape)
+    tail = (cap ** (1.0 - shape) - scale ** (1.0 - shape)) / (1.0 - shape)
+    return float(scale + scale**shape * tail)

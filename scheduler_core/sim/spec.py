@@ -3,6 +3,9 @@
 Defaults follow paper 004 §6.1 (weights and change rates uniform, recall
 Beta(0.25, 0.25), false-signal rate uniform in [0.1, 0.6] in units of the mean
 change rate), scaled to days, with URLs spread over hosts by a Zipf law.
+Beyond the paper: signal quality per host or by classes of sources, host
+outages, and heavy-tailed distributions (:mod:`scheduler_core.sim.dist`) for
+web-like worlds (``docs/worlds.md``).
 """
 
 from __future__ import annotations
@@ -235,7 +238,9 @@ class WorldSpec:
         for key, value in data.items():
             if key == "signal_quality":
                 if value not in SIGNAL_QUALITIES:
-                    raise ParameterError(f"`signal_quality` must be one of {list(SIGNAL_QUALITIES)}")
+                    raise ParameterError(
+                        f"`signal_quality` must be one of {list(SIGNAL_QUALITIES)}"
+                    )
                 kwargs[key] = value
             elif key == "signal_sources":
                 if not isinstance(value, list | tuple):
@@ -264,9 +269,12 @@ class WorldSpec:
         return cls(**kwargs)
 
     def to_mapping(self) -> dict[str, Any]:
-        """The inverse of :meth:`from_mapping`."""
+        """The inverse of :meth:`from_mapping` (with signal sources, without the
+        unused ``recall`` and ``false_signal_rate``)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
+            if self.signal_sources and f.name in ("recall", "false_signal_rate"):
+                continue
             value = getattr(self, f.name)
             if isinstance(value, Dist):
                 out[f.name] = value.to_mapping()
