@@ -22,9 +22,10 @@ from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
 from service.loadgen.runner import LoadgenOptions, run_loadgen
 from service.loadgen.worldfile import (
+    PRESETS,
     TraceError,
-    default_spec_toml,
     load_spec,
+    preset_toml,
     read_trace,
     write_trace,
 )
@@ -44,7 +45,10 @@ app = typer.Typer(
 console = Console(stderr=True)
 
 WorldOpt = Annotated[
-    Path | None, typer.Option("--world", help="world spec (JSON or TOML); default world if absent")
+    Path | None,
+    typer.Option(
+        "--world", help="world spec (JSON or TOML) or a preset name (web); default world if absent"
+    ),
 ]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="random seed (overrides the spec)")]
 NoSignalsOpt = Annotated[
@@ -319,9 +323,17 @@ def simulate_cmd(
 
 
 @app.command("world")
-def world_cmd() -> None:
-    """Print the default world spec (TOML, commented) to start your own from."""
-    typer.echo(default_spec_toml())
+def world_cmd(
+    preset: Annotated[
+        str,
+        typer.Option("--preset", help=f"which world: {', '.join(PRESETS)} (see docs/worlds.md)"),
+    ] = "default",
+) -> None:
+    """Print a world spec (TOML, commented) to start your own from: the default world,
+    or a preset."""
+    if preset not in PRESETS:
+        raise typer.BadParameter(f"one of {', '.join(PRESETS)}", param_hint="--preset")
+    typer.echo(preset_toml(preset), nl=False)
 
 
 def _error(message: str) -> None:

@@ -266,6 +266,20 @@ class ServicePolicy(Policy):
         for chunk in _chunks(items):
             self._run(ingest_results(self.context, chunk))
 
+    def observe_failed_crawls(self, url: IntArray, now: float) -> None:
+        """Settle the leases of fetches that failed (host down) as network errors
+        (status 0): the service keeps the old copy and retries after its
+        `retry_delay_s`."""
+        fetched_at = min(now, self._clock.now())
+        items = [
+            CrawlResultIn(
+                url=self._names[i], lease_id=self._leases.pop(i), fetched_at=fetched_at, status=0
+            )
+            for i in url.tolist()
+        ]
+        for chunk in _chunks(items):
+            self._run(ingest_results(self.context, chunk))
+
     def finish(self) -> None:
         """Read the online λ₀ and λ_h, then close the event loop."""
         ctx, now = self.context, self._clock.now()

@@ -14,7 +14,9 @@ The simulator (:mod:`scheduler_core.sim.simulator`) calls, at each step time
 2. ``select(now, k, host_room)``, which returns at most ``k`` distinct URL
    indices, at most ``host_room[h]`` of them on host ``h``;
 3. ``observe_crawls`` with those URLs, ``now`` and whether each had changed
-   since its previous crawl (what a fetch that compares content reveals).
+   since its previous crawl (what a fetch that compares content reveals);
+   ``observe_failed_crawls`` first with those whose host was down (no copy
+   fetched: they are not in ``observe_crawls``).
 
 Every URL counts as crawled at time 0.
 """
@@ -230,6 +232,13 @@ class Policy(ABC):
         """The URLs ``url`` (k,) selected at ``now`` were fetched; ``changed`` (k,) says
         whether each had changed since its previous crawl."""
         self.history.add_crawls(url, now)
+
+    def observe_failed_crawls(self, url: IntArray, now: float) -> None:
+        """The URLs ``url`` (k,) selected at ``now`` could not be fetched (their host
+        was down): no copy came back.  The default keeps :attr:`history` as it was,
+        so the URL looks as stale as before (a policy with no back-off may pick it
+        again at once)."""
+        return None
 
     def finish(self) -> None:
         """The run is over (release resources; called once by the simulator)."""

@@ -14,7 +14,16 @@ name                policy
 ``lambdacrawl``     :class:`~.lambdacrawl.LambdaCrawlPolicy` (Han et al. Table 2)
 ``exp3``            :class:`~.exp3.Exp3Policy` (Han et al. Algorithm 1)
 ``thompson``        :class:`~.thompson.ThompsonPolicy` (Avrachenkov et al. §IV-A)
+``nutch-adaptive``  :class:`~.anchors.NutchAdaptivePolicy` (Nutch 1.x
+                    ``AdaptiveFetchSchedule``, its defaults)
+``stormcrawler-     :class:`~.anchors.StormCrawlerAdaptivePolicy`
+adaptive``          (StormCrawler ``AdaptiveScheduler``, its defaults)
+``fixed-interval``  :class:`~.anchors.FixedIntervalPolicy` (StormCrawler
+                    ``DefaultScheduler``, a day)
 ==================  =========================================================
+
+Each of the last three also runs as ``<name>-tuned``: every URL starts at URLs
+÷ budget, the best single fixed interval.
 """
 
 from __future__ import annotations
@@ -24,6 +33,11 @@ from functools import partial
 from typing import Any
 
 from scheduler_core.errors import ParameterError
+from scheduler_core.policies.anchors import (
+    FixedIntervalPolicy,
+    NutchAdaptivePolicy,
+    StormCrawlerAdaptivePolicy,
+)
 from scheduler_core.policies.base import Policy
 from scheduler_core.policies.exp3 import Exp3Policy
 from scheduler_core.policies.lambdacrawl import LambdaCrawlPolicy
@@ -31,7 +45,7 @@ from scheduler_core.policies.lds import LowDiscrepancyPolicy
 from scheduler_core.policies.proportional import ProportionalPolicy, UniformPolicy
 from scheduler_core.policies.thompson import ThompsonPolicy
 
-__all__ = ["REFERENCE_POLICIES", "make_reference_policy"]
+__all__ = ["ANCHOR_NAMES", "REFERENCE_POLICIES", "make_reference_policy"]
 
 #: name → factory(seed=..., **options).  The GREEDY family (``greedy.py``) joins here.
 REFERENCE_POLICIES: dict[str, Callable[..., Policy]] = {
@@ -42,7 +56,20 @@ REFERENCE_POLICIES: dict[str, Callable[..., Policy]] = {
     "lambdacrawl": LambdaCrawlPolicy,
     "exp3": Exp3Policy,
     "thompson": ThompsonPolicy,
+    "nutch-adaptive": NutchAdaptivePolicy,
+    "nutch-adaptive-tuned": partial(NutchAdaptivePolicy, tuned=True),
+    "stormcrawler-adaptive": StormCrawlerAdaptivePolicy,
+    "stormcrawler-adaptive-tuned": partial(StormCrawlerAdaptivePolicy, tuned=True),
+    "fixed-interval": FixedIntervalPolicy,
+    "fixed-interval-tuned": partial(FixedIntervalPolicy, tuned=True),
 }
+
+#: The schedulers of open-source crawlers (:mod:`~.anchors`), as shipped and tuned.
+ANCHOR_NAMES = tuple(
+    f"{name}{variant}"
+    for name in ("nutch-adaptive", "stormcrawler-adaptive", "fixed-interval")
+    for variant in ("", "-tuned")
+)
 
 
 def make_reference_policy(name: str, *, seed: int = 0, **options: Any) -> Policy:

@@ -5,13 +5,15 @@ it and its events (changes, clicks, signals), ``evaluate`` scores a crawl
 schedule against it.
 """
 
+from scheduler_core.sim.dist import Dist
 from scheduler_core.sim.evaluate import (
     FreshnessReport,
     round_robin_freshness,
     round_robin_schedule,
     schedule_freshness,
 )
-from scheduler_core.sim.spec import Dist, WorldSpec
+from scheduler_core.sim.outages import HostOutages
+from scheduler_core.sim.spec import SignalSource, WorldSpec
 from scheduler_core.sim.world import CHANGE, CLICK, DAY_S, SIGNAL, EventLog, World
 
 __all__ = [
@@ -19,9 +21,11 @@ __all__ = [
     "CLICK",
     "DAY_S",
     "SIGNAL",
+    "SignalSource",
     "Dist",
     "EventLog",
     "FreshnessReport",
+    "HostOutages",
     "World",
     "WorldSpec",
     "round_robin_freshness",

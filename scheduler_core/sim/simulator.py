@@ -18,6 +18,11 @@ after the change it announces, ``WorldSpec.signal_delay_s``); a policy may
 discard those that arrive within T_DELAY after its last crawl of the URL
 (GREEDY-NCIS-D, paper 004 App. C).
 
+A crawl of a URL whose host is down (``World.host_down``) fails: it spends its
+share of the budget and of the host's politeness, fetches no copy (the URL's
+last crawl stays where it was, and the crawl is not in the schedule that is
+scored), and the policy hears of it through ``observe_failed_crawls``.
+
 References
 ----------
 Paper 004 §4 (Algorithm 1), §6 (experiments), App. C (delayed signals) and D
@@ -61,6 +66,8 @@ class SimResult:
         Steps simulated.
     wall_s : float
         Wall-clock seconds the run took (policy and world together).
+    failed_crawls : int
+        Crawls that failed because their host was down (not in ``crawl_url``).
     """
 
     policy: str
@@ -69,6 +76,7 @@ class SimResult:
     report: FreshnessReport
     steps: int
     wall_s: float
+    failed_crawls: int = 0
 
     @property
     def accuracy(self) -> float:
@@ -178,7 +186,7 @@ def simulate(
     cut = np.searchsorted(log.time, step_times, side="right")
     out_url = np.empty(step_times.size * k, dtype=np.int64)
     out_time = np.empty(step_times.size * k)
-    filled, begin, previous = 0, 0, 0.0
+    filled, begin, previous, failed = 0, 0, 0.0, 0
     report_every = max(step_times.size // 50, 1)
 
     for j, now in enumerate(step_times.tolist()):
@@ -205,10 +213,16 @@ def simulate(
             chosen, k, problem.host_of, unlimited_room if policy.own_politeness else room, m
         )
         if chosen.size:
-            changed = world.changed_between(chosen, last_crawl[chosen], now)
-            last_crawl[chosen] = now
             if limited.any():
                 np.subtract.at(tokens, problem.host_of[chosen], 1.0)
+            down = world.host_down(chosen, now)
+            if down.any():
+                failed += int(down.sum())
+                policy.observe_failed_crawls(chosen[down], now)
+                chosen = chosen[~down]
+        if chosen.size:
+            changed = world.changed_between(chosen, last_crawl[chosen], now)
+            last_crawl[chosen] = now
             out_url[filled : filled + chosen.size] = chosen
             out_time[filled : filled + chosen.size] = now
             filled += chosen.size
@@ -229,4 +243,5 @@ def simulate(
         report=report,
         steps=int(step_times.size),
         wall_s=time.perf_counter() - started,
+        failed_crawls=failed,
     )

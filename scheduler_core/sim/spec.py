@@ -3,187 +3,95 @@
 Defaults follow paper 004 §6.1 (weights and change rates uniform, recall
 Beta(0.25, 0.25), false-signal rate uniform in [0.1, 0.6] in units of the mean
 change rate), scaled to days, with URLs spread over hosts by a Zipf law.
+Beyond the paper: signal quality per host or by classes of sources, host
+outages, and heavy-tailed distributions (:mod:`scheduler_core.sim.dist`) for
+web-like worlds (``docs/worlds.md``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from scheduler_core.errors import ParameterError
-from scheduler_core.params import FloatArray
+from scheduler_core.sim.dist import Dist
 
-__all__ = ["Dist", "WorldSpec"]
+__all__ = ["SIGNAL_QUALITIES", "Dist", "SignalSource", "WorldSpec"]
 
-#: Parameter names of each distribution kind.
-_KINDS: dict[str, tuple[str, ...]] = {
-    "const": ("value",),
-    "uniform": ("low", "high"),
-    "beta": ("a", "b"),
-    "exponential": ("mean",),
-    "lognormal": ("median", "sigma"),
-    "poisson": ("mean",),
-    "zipf": ("s",),
-}
-
-#: What each kind's parameters must satisfy.
-_RULES: dict[str, tuple[str, Callable[[dict[str, float]], bool]]] = {
-    "const": ("value >= 0", lambda p: p["value"] >= 0),
-    "uniform": ("0 <= low <= high", lambda p: 0 <= p["low"] <= p["high"]),
-    "beta": ("a > 0 and b > 0", lambda p: p["a"] > 0 and p["b"] > 0),
-    "exponential": ("mean >= 0", lambda p: p["mean"] >= 0),
-    "lognormal": ("median > 0 and sigma >= 0", lambda p: p["median"] > 0 and p["sigma"] >= 0),
-    "poisson": ("mean >= 0", lambda p: p["mean"] >= 0),
-    "zipf": ("s >= 0", lambda p: p["s"] >= 0),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Dist:
-    """A distribution of one per-URL (or per-host) quantity.
-
-    ``kind`` is one of ``const(value)``, ``uniform(low, high)``, ``beta(a, b)``,
-    ``exponential(mean)``, ``lognormal(median, sigma)``, ``poisson(mean)`` and
-    ``zipf(s)`` (only for host sizes: host j gets a share ∝ 1/(j+1)^s).
-
-    Examples
-    --------
-    >>> Dist.from_mapping({"kind": "uniform", "low": 0, "high": 2})
-    Dist(kind='uniform', params=(('low', 0.0), ('high', 2.0)))
-    """
-
-    kind: str
-    params: tuple[tuple[str, float], ...] = ()
-
-    @classmethod
-    def of(cls, kind: str, **params: float) -> Dist:
-        """Build and validate, e.g. ``Dist.of("beta", a=0.25, b=0.25)``.
-
-        Raises
-        ------
-        ParameterError
-            On an unknown kind, missing or extra parameters, or invalid values.
-        """
-        if kind not in _KINDS:
-            raise ParameterError(f"unknown distribution kind {kind!r}; one of {sorted(_KINDS)}")
-        names = _KINDS[kind]
-        if set(params) != set(names):
-            raise ParameterError(f"distribution {kind!r} takes {list(names)}, got {sorted(params)}")
-        values = {}
-        for name in names:
-            value = params[name]
-            if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-                raise ParameterError(f"{kind}.{name} must be a number, got {value!r}")
-            values[name] = float(value)
-            if not np.isfinite(values[name]):
-                raise ParameterError(f"{kind}.{name} must be finite")
-        return cls(kind, tuple((n, values[n]) for n in names))
-
-    def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise ParameterError(
-                f"unknown distribution kind {self.kind!r}; one of {sorted(_KINDS)}"
-            )
-        if tuple(name for name, _ in self.params) != _KINDS[self.kind]:
-            raise ParameterError(f"distribution {self.kind!r} takes {list(_KINDS[self.kind])}")
-        p = dict(self.params)
-        rule, ok = _RULES[self.kind]
-        if not ok(p):
-            raise ParameterError(f"invalid {self.kind} parameters {p}: need {rule}")
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any] | float) -> Dist:
-        """From ``{"kind": ..., **params}``; a bare number means ``const``.
-
-        Raises
-        ------
-        ParameterError
-            As :meth:`of`, or if ``kind`` is missing.
-        """
-        if isinstance(data, int | float) and not isinstance(data, bool):
-            return cls.of("const", value=float(data))
-        if not isinstance(data, Mapping) or "kind" not in data:
-            raise ParameterError(f"a distribution needs a 'kind', got {data!r}")
-        rest = {k: v for k, v in data.items() if k != "kind"}
-        return cls.of(str(data["kind"]), **rest)
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The inverse of :meth:`from_mapping`."""
-        return {"kind": self.kind, **dict(self.params)}
-
-    @property
-    def mean(self) -> float:
-        """The distribution's mean (for zipf: not defined, raises)."""
-        p = dict(self.params)
-        match self.kind:
-            case "const":
-                return p["value"]
-            case "uniform":
-                return (p["low"] + p["high"]) / 2
-            case "beta":
-                return p["a"] / (p["a"] + p["b"])
-            case "exponential" | "poisson":
-                return p["mean"]
-            case "lognormal":
-                return float(p["median"] * np.exp(p["sigma"] ** 2 / 2))
-        raise ParameterError("a zipf distribution has no mean here")
-
-    def sample(self, rng: np.random.Generator, n: int) -> FloatArray:
-        """``n`` independent draws from ``rng``.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator
-        n : int
-            Number of draws.
-
-        Returns
-        -------
-        ndarray of float64, shape (n,)
-
-        Raises
-        ------
-        ParameterError
-            For ``zipf``, which only shapes host sizes (see :meth:`shares`).
-        """
-        p = dict(self.params)
-        match self.kind:
-            case "const":
-                return np.full(n, p["value"])
-            case "uniform":
-                return rng.uniform(p["low"], p["high"], n)
-            case "beta":
-                return rng.beta(p["a"], p["b"], n)
-            case "exponential":
-                return rng.exponential(p["mean"], n)
-            case "lognormal":
-                return p["median"] * np.exp(rng.normal(0.0, p["sigma"], n))
-            case "poisson":
-                return rng.poisson(p["mean"], n).astype(np.float64)
-        raise ParameterError("zipf only describes host sizes")
-
-    def shares(self, hosts: int) -> FloatArray:
-        """Host shares for ``zipf`` (∝ 1/(j+1)^s, summing to 1), shape (hosts,).
-
-        Raises
-        ------
-        ParameterError
-            For kinds other than ``zipf`` and ``const`` (equal shares).
-        """
-        if self.kind == "const":
-            return np.full(hosts, 1.0 / hosts)
-        if self.kind != "zipf":
-            raise ParameterError("host sizes take a zipf (or const) distribution")
-        w = 1.0 / np.arange(1, hosts + 1, dtype=np.float64) ** dict(self.params)["s"]
-        return np.asarray(w / w.sum(), dtype=np.float64)
+#: How signal quality is drawn: once per URL, or once per host (its signal source).
+SIGNAL_QUALITIES = ("per_url", "per_host")
 
 
 def _d(kind: str, **params: float) -> Any:
     return field(default_factory=lambda: Dist.of(kind, **params))
+
+
+@dataclass(frozen=True)
+class SignalSource:
+    """One class of change-indicating signal sources: its share, recall and false signals.
+
+    A world with several classes draws each URL's (or, ``per_host``, each
+    host's) class by share, then its recall and false-signal rate from that
+    class: recall and precision go together, as with the few good sources of
+    paper 004 §6.7 (upper tails of both) among many poor ones.
+
+    Attributes
+    ----------
+    share : float
+        Relative share of the class (> 0; shares are normalised).
+    recall : Dist
+        Recall of the class's sources (draws clipped to [0, 1]).
+    false_signal_rate : Dist
+        False-signal rate, in the units of :attr:`WorldSpec.false_signal_rate`.
+
+    Raises
+    ------
+    ParameterError
+        On a share that is not finite and > 0, or a zipf distribution.
+    """
+
+    share: float
+    recall: Dist
+    false_signal_rate: Dist
+
+    def __post_init__(self) -> None:
+        if isinstance(self.share, bool) or not (np.isfinite(self.share) and self.share > 0):
+            raise ParameterError("a signal source's `share` must be finite and > 0")
+        if "zipf" in (self.recall.kind, self.false_signal_rate.kind):
+            raise ParameterError("a signal source cannot take a zipf distribution")
+
+    @classmethod
+    def from_mapping(cls, data: Any) -> SignalSource:
+        """From ``{"share": s, "recall": {...}, "false_signal_rate": {...}}``.
+
+        Raises
+        ------
+        ParameterError
+            On a missing or unknown key, or an invalid value.
+        """
+        keys = {"share", "recall", "false_signal_rate"}
+        if not isinstance(data, Mapping) or set(data) != keys:
+            raise ParameterError(f"each signal source takes exactly {sorted(keys)}, got {data!r}")
+        share = data["share"]
+        if isinstance(share, bool) or not isinstance(share, int | float):
+            raise ParameterError("a signal source's `share` must be a number")
+        return cls(
+            float(share),
+            Dist.from_mapping(data["recall"]),
+            Dist.from_mapping(data["false_signal_rate"]),
+        )
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The inverse of :meth:`from_mapping`."""
+        return {
+            "share": self.share,
+            "recall": self.recall.to_mapping(),
+            "false_signal_rate": self.false_signal_rate.to_mapping(),
+        }
 
 
 @dataclass(frozen=True)
@@ -230,6 +138,23 @@ class WorldSpec:
         False: no click events are drawn (W still weighs the URLs); score such a
         world by its time-weighted freshness, the expectation of the
         click-weighted one, at a fraction of the memory for large worlds.
+    signal_quality : {"per_url", "per_host"}, default "per_url"
+        ``per_url``: every URL draws its own recall r_i and false-signal draw
+        f_i, and ν_i = f_i × mean(Δ).  ``per_host``: each host's signal source
+        draws r_h and f_h once; its URLs share the recall r_h and the precision
+        p_h = r_h / (r_h + f_h) (what a URL of the mean change rate gets per
+        URL), so ν_i = f_h × Δ_i.  Both give the same expected number of false
+        signals.
+    signal_sources : tuple of SignalSource, default ()
+        Classes of signal sources: each URL (or host) draws its class by share,
+        then recall and false-signal rate from it.  Empty: one class, ``recall``
+        and ``false_signal_rate`` (a mapping may not give both forms).
+    outage_share : float, default 0
+        Share of hosts, in [0, 1], that go down once: each of round(share × H)
+        hosts, drawn at random, is unavailable from a uniform time in [0,
+        duration) for a drawn length; a crawl of it then fails (no new copy).
+    outage_days : Dist, default const(1)
+        Length of each outage, days.
 
     Raises
     ------
@@ -257,6 +182,10 @@ class WorldSpec:
     seed: int = 0
     signals: bool = True
     clicks: bool = True
+    signal_quality: str = "per_url"
+    signal_sources: tuple[SignalSource, ...] = ()
+    outage_share: float = 0.0
+    outage_days: Dist = _d("const", value=1.0)
 
     def __post_init__(self) -> None:
         if not 1 <= self.urls:
@@ -276,6 +205,17 @@ class WorldSpec:
         for name in _DIST_FIELDS:
             if name != "host_size" and getattr(self, name).kind == "zipf":
                 raise ParameterError(f"`{name}` cannot be a zipf distribution")
+        if self.signal_quality not in SIGNAL_QUALITIES:
+            raise ParameterError(f"`signal_quality` must be one of {list(SIGNAL_QUALITIES)}")
+        if not all(isinstance(s, SignalSource) for s in self.signal_sources):
+            raise ParameterError("`signal_sources` must hold SignalSource entries")
+        if not 0 <= self.outage_share <= 1:
+            raise ParameterError("`outage_share` must lie in [0, 1]")
+
+    def sources(self) -> tuple[SignalSource, ...]:
+        """The signal-source classes: :attr:`signal_sources`, or the one class of
+        ``recall`` and ``false_signal_rate``."""
+        return self.signal_sources or (SignalSource(1.0, self.recall, self.false_signal_rate),)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> WorldSpec:
@@ -290,9 +230,26 @@ class WorldSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ParameterError(f"unknown world spec key(s) {unknown}; known: {sorted(known)}")
+        if data.get("signal_sources") and {"recall", "false_signal_rate"} & set(data):
+            raise ParameterError(
+                "give `signal_sources` or `recall` and `false_signal_rate`, not both"
+            )
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
-            if key in _DIST_FIELDS:
+            if key == "signal_quality":
+                if value not in SIGNAL_QUALITIES:
+                    raise ParameterError(
+                        f"`signal_quality` must be one of {list(SIGNAL_QUALITIES)}"
+                    )
+                kwargs[key] = value
+            elif key == "signal_sources":
+                if not isinstance(value, list | tuple):
+                    raise ParameterError("`signal_sources` must be a list")
+                try:
+                    kwargs[key] = tuple(SignalSource.from_mapping(v) for v in value)
+                except ParameterError as exc:
+                    raise ParameterError(f"`signal_sources`: {exc}") from None
+            elif key in _DIST_FIELDS:
                 try:
                     kwargs[key] = Dist.from_mapping(value)
                 except ParameterError as exc:
@@ -312,11 +269,19 @@ class WorldSpec:
         return cls(**kwargs)
 
     def to_mapping(self) -> dict[str, Any]:
-        """The inverse of :meth:`from_mapping`."""
+        """The inverse of :meth:`from_mapping` (with signal sources, without the
+        unused ``recall`` and ``false_signal_rate``)."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
+            if self.signal_sources and f.name in ("recall", "false_signal_rate"):
+                continue
             value = getattr(self, f.name)
-            out[f.name] = value.to_mapping() if isinstance(value, Dist) else value
+            if isinstance(value, Dist):
+                out[f.name] = value.to_mapping()
+            elif f.name == "signal_sources":
+                out[f.name] = [s.to_mapping() for s in value]
+            else:
+                out[f.name] = value
         return out
 
     def replace(self, **changes: Any) -> WorldSpec:

@@ -11,6 +11,11 @@ Time comparisons are exact.  Every time t is mapped to the integer rank
 ``#events < t + #events ≤ t`` of the world's event log: for an event time e and
 any time t the ranks compare as e and t do (including equality), so change
 lookups search integer keys ``url · stride + rank`` with no rounding.
+
+Hosts may go down for a while (:class:`~scheduler_core.sim.outages.HostOutages`):
+:meth:`World.host_down` says when a fetch fails.  Drawing a world from its spec
+is :mod:`scheduler_core.sim.draw`; the event types are
+:mod:`scheduler_core.sim.events`.
 """
 
 from __future__ import annotations
@@ -18,99 +23,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams
+from scheduler_core.sim.draw import draw_events, draw_signal_quality, host_counts
+from scheduler_core.sim.events import (
+    CHANGE,
+    CLICK,
+    DAY_S,
+    KINDS,
+    SIGNAL,
+    ChangeIndex,
+    EventLog,
+    IntArray,
+)
+from scheduler_core.sim.outages import HostOutages
 from scheduler_core.sim.spec import WorldSpec
 
-__all__ = ["CHANGE", "CLICK", "DAY_S", "SIGNAL", "ChangeIndex", "EventLog", "World"]
-
-#: Seconds per day.
-DAY_S = 86_400.0
-#: Event kinds of :class:`EventLog` (``kind`` codes).
-CLICK, SIGNAL, CHANGE = 0, 1, 2
-_KINDS = (CLICK, SIGNAL, CHANGE)
-
-IntArray = NDArray[np.int64]
-
-
-@dataclass(frozen=True, slots=True)
-class EventLog:
-    """Events sorted by time.
-
-    Attributes
-    ----------
-    time : ndarray of float64, shape (n,)
-        Event times, s from the start of the world, nondecreasing.
-    kind : ndarray of int8, shape (n,)
-        :data:`CLICK`, :data:`SIGNAL` or :data:`CHANGE`.
-    url : ndarray of int64, shape (n,)
-        Index of the URL the event concerns.
-    """
-
-    time: FloatArray
-    kind: NDArray[np.int8]
-    url: IntArray
-
-    def __len__(self) -> int:
-        return int(self.time.shape[0])
-
-    def window(self, t0: float, t1: float) -> EventLog:
-        """The events with ``t0 <= time < t1``: views found by binary search, O(log n)."""
-        i, j = np.searchsorted(self.time, [t0, t1], side="left")
-        return EventLog(self.time[i:j], self.kind[i:j], self.url[i:j])
-
-    @classmethod
-    def merge(cls, parts: Sequence[tuple[ArrayLike, int, ArrayLike]]) -> EventLog:
-        """Merge ``(time (k,), kind, url (k,))`` groups into one log sorted by time.
-
-        The sort is stable: at equal times, earlier groups come first.
-
-        Raises
-        ------
-        ParameterError
-            If a group's times and URLs differ in length or a kind is unknown.
-        """
-        times, kinds, urls = [], [], []
-        for t, k, u in parts:
-            t_arr = np.asarray(t, dtype=np.float64).ravel()
-            u_arr = np.asarray(u, dtype=np.int64).ravel()
-            if t_arr.shape != u_arr.shape or k not in _KINDS:
-                raise ParameterError("each event group needs (time, kind, url) of one length")
-            times.append(t_arr)
-            urls.append(u_arr)
-            kinds.append(np.full(t_arr.size, k, dtype=np.int8))
-        if not times:
-            return cls(np.empty(0), np.empty(0, np.int8), np.empty(0, np.int64))
-        time = np.concatenate(times)
-        order = np.argsort(time, kind="stable")
-        return cls(time[order], np.concatenate(kinds)[order], np.concatenate(urls)[order])
-
-
-@dataclass(frozen=True, slots=True)
-class ChangeIndex:
-    """Change times in CSR layout, URL by URL, with exact integer search keys.
-
-    Attributes
-    ----------
-    keys : ndarray of int64, shape (k,)
-        ``url · stride + rank(change time)``, sorted.
-    times : ndarray of float64, shape (k,)
-        Change times, s, by URL then time.
-    offsets : ndarray of int64, shape (m + 1,)
-        URL i's changes are ``times[offsets[i]:offsets[i + 1]]``.
-    stride : int
-        ``2n + 1`` for an event log of n events (ranks lie in [0, 2n]).
-    """
-
-    keys: IntArray
-    times: FloatArray
-    offsets: IntArray
-    stride: int
+__all__ = [
+    "CHANGE",
+    "CLICK",
+    "DAY_S",
+    "SIGNAL",
+    "ChangeIndex",
+    "EventLog",
+    "HostOutages",
+    "IntArray",
+    "World",
+]
 
 
 @dataclass(eq=False)
@@ -141,6 +84,8 @@ class World:
         Every click, signal and change (see :meth:`events`).
     spec : WorldSpec or None
         The spec the world was drawn from (None for a replayed trace).
+    outages : HostOutages or None
+        When each host is down (None: never); see :meth:`host_down`.
 
     Raises
     ------
@@ -160,9 +105,12 @@ class World:
     seed: int
     log: EventLog = field(repr=False)
     spec: WorldSpec | None = None
+    outages: HostOutages | None = None
 
     def __post_init__(self) -> None:
         m, h = len(self.urls), len(self.hosts)
+        if self.outages is not None and self.outages.start_s.shape != (h,):
+            raise ParameterError("`outages` must give one span per host")
         if self.params.m != m or self.host_of.shape != (m,):
             raise ParameterError("`urls`, `params` and `host_of` must describe the same URLs")
         if m and (self.host_of.min() < 0 or self.host_of.max() >= h):
@@ -183,7 +131,7 @@ class World:
                 raise ParameterError("event times must be finite and >= 0")
             if not log.time[-1] < self.duration_s:
                 raise ParameterError("event times must lie in [0, duration_s)")
-            if log.kind.min() < min(_KINDS) or log.kind.max() > max(_KINDS):
+            if log.kind.min() < min(KINDS) or log.kind.max() > max(KINDS):
                 raise ParameterError("event kinds must be CLICK, SIGNAL or CHANGE")
             if log.url.min() < 0 or log.url.max() >= m:
                 raise ParameterError("events must name URLs of the world")
@@ -196,8 +144,10 @@ class World:
         """Draw a world and its events on [0, duration) from ``spec``.
 
         Everything comes from one ``np.random.default_rng(spec.seed)``: host
-        sizes (deterministic, :meth:`Dist.shares`), W, Δ, recall, ν (ν_i = draw
-        × mean Δ), crawl delays, then the events.  Vectorised: a 1000-URL,
+        sizes (deterministic, :meth:`Dist.shares`), W, Δ, recall and ν
+        (:func:`~scheduler_core.sim.draw.draw_signal_quality`), crawl delays,
+        the events, then the outages (so a world with outages has the events of
+        the same world without).  Vectorised: a 1000-URL,
         200-day world (~4e5 events) takes ~0.1 s; 1e5 URLs (~4e7 events) ~6 s.
         The log holds 17 bytes per event; the peak while drawing is ~50.
         Negative draws of rates and delays are clipped to 0, recall to [0, 1].
@@ -208,21 +158,23 @@ class World:
         """
         rng = np.random.default_rng(spec.seed)
         m, n_hosts = spec.urls, spec.hosts
-        counts = _host_counts(spec.host_size.shares(n_hosts), m)
+        counts = host_counts(spec.host_size.shares(n_hosts), m)
         host_of = np.repeat(np.arange(n_hosts, dtype=np.int64), counts)
         hosts = [f"host{j:03d}.example" for j in range(n_hosts)]
         urls = [f"https://{hosts[h]}/page/{i}" for i, h in enumerate(host_of.tolist())]
         weight = np.maximum(spec.weight_per_day.sample(rng, m), 0.0) / DAY_S
         change = np.maximum(spec.change_rate_per_day.sample(rng, m), 0.0) / DAY_S
         if spec.signals:
-            recall = np.clip(spec.recall.sample(rng, m), 0.0, 1.0)
-            nu = np.maximum(spec.false_signal_rate.sample(rng, m), 0.0) * change.mean()
+            recall, nu = draw_signal_quality(rng, spec, change, host_of)
         else:
             recall, nu = np.zeros(m), np.zeros(m)
         params = UrlParams.create(weight, change, recall, nu)
         delays = np.maximum(spec.crawl_delay_s.sample(rng, n_hosts), 0.0)
         duration = spec.duration_days * DAY_S
-        log = _simulate(rng, params, duration, spec if spec.signals else None, clicks=spec.clicks)
+        log = draw_events(rng, params, duration, spec if spec.signals else None, clicks=spec.clicks)
+        outages = None
+        if spec.outage_share > 0:
+            outages = HostOutages.draw(rng, n_hosts, spec.outage_share, spec.outage_days, duration)
         return cls(
             urls=urls,
             hosts=hosts,
@@ -235,6 +187,7 @@ class World:
             seed=spec.seed,
             log=log,
             spec=spec,
+            outages=outages,
         )
 
     @classmethod
@@ -252,6 +205,7 @@ class World:
         *,
         events: EventLog | None = None,
         change_times_by_url: Sequence[ArrayLike] | None = None,
+        outages: HostOutages | None = None,
     ) -> World:
         """A world with given URLs and given events (e.g. a replayed trace).
 
@@ -272,6 +226,8 @@ class World:
         change_times_by_url : sequence of array_like, optional
             Instead of ``events``: URL i's change times (s); the world then has
             changes only.
+        outages : HostOutages, optional
+            When each host is down (default: never).
 
         Raises
         ------
@@ -299,12 +255,21 @@ class World:
             warmup_s=float(warmup_s),
             seed=int(seed),
             log=events,
+            outages=outages,
         )
 
     # ---------------------------------------------------------------- queries
     def events(self) -> EventLog:
         """Every click, signal and change, sorted by time (the stored log, not a copy)."""
         return self.log
+
+    def host_down(self, url: ArrayLike, t: float) -> NDArray[np.bool_]:
+        """Whether the host of URL ``url[j]`` is down at ``t`` (s), shape (k,): a
+        fetch of it then fails."""
+        u = self._url_array(url)
+        if self.outages is None:
+            return np.zeros(u.shape, dtype=bool)
+        return self.outages.down(self.host_of[u], t)
 
     def time_rank(self, t: ArrayLike) -> IntArray:
         """Integer rank ``#events < t + #events ≤ t`` of times ``t`` (s), same shape.
@@ -406,86 +371,3 @@ class World:
         if u.size and (u.min() < 0 or u.max() >= len(self.urls)):
             raise ParameterError("`url` must index the world's URLs")
         return u
-
-
-def _host_counts(shares: FloatArray, m: int) -> IntArray:
-    """URLs per host, shape (H,): one each, the rest by largest remainder of ``shares``."""
-    extra = shares * (m - shares.size)
-    counts = np.floor(extra).astype(np.int64)
-    short = (m - shares.size) - int(counts.sum())
-    counts[np.argsort(-(extra - counts), kind="stable")[:short]] += 1
-    return counts + 1
-
-
-def _simulate(
-    rng: np.random.Generator,
-    params: UrlParams,
-    duration: float,
-    signals: WorldSpec | None,
-    *,
-    clicks: bool = True,
-) -> EventLog:
-    """The events of ``params`` on [0, duration), sorted by time.
-
-    Clicks, changes and false signals are one marked Poisson process: the number
-    of events of each (URL, kind) is Poisson(rate · duration); given the counts,
-    the times are i.i.d. uniform, so sorted uniform times get a random
-    permutation of the labels (no argsort of the whole log).  Announced changes
-    then get a signal after a drawn delay, merged in linearly.
-    """
-    m = params.m
-    rates = np.zeros((3, m))
-    if clicks:
-        rates[CLICK] = params.weight
-    rates[CHANGE] = params.change_rate
-    if signals is not None:
-        rates[SIGNAL] = params.false_signal_rate
-    counts = rng.poisson(rates * duration).ravel()
-    # label = 4·url + kind; int32 halves the memory of the shuffle when it fits
-    codes: NDArray[np.signedinteger[Any]] = np.add.outer(
-        np.arange(3, dtype=np.int64), 4 * np.arange(m, dtype=np.int64)
-    ).ravel()
-    if 4 * m < 2**31:
-        codes = codes.astype(np.int32)
-    labels = np.repeat(codes, counts)
-    del codes, counts
-    rng.shuffle(labels)
-    time = rng.uniform(0.0, duration, labels.size)
-    time.sort()
-    _clip_below(time, duration)
-    kind = (labels & 3).astype(np.int8)
-    url = (labels >> 2).astype(np.int64)
-    del labels
-    if signals is None:
-        return EventLog(time, kind, url)
-    changes = np.flatnonzero(kind == CHANGE)
-    announced = changes[rng.random(changes.size) < params.recall[url[changes]]]
-    delay = np.maximum(signals.signal_delay_s.sample(rng, announced.size), 0.0)
-    sig_time = time[announced] + delay
-    sig_url = url[announced]
-    if (sig_time[1:] < sig_time[:-1]).any():
-        order = np.argsort(sig_time, kind="stable")
-        sig_time, sig_url = sig_time[order], sig_url[order]
-    cut = int(np.searchsorted(sig_time, duration, side="left"))
-    return _merge_sorted(EventLog(time, kind, url), sig_time[:cut], SIGNAL, sig_url[:cut])
-
-
-def _clip_below(time: FloatArray, duration: float) -> None:
-    """Move draws that rounded up to ``duration`` just below it (sorted ``time``, in place)."""
-    start = int(np.searchsorted(time, duration, side="left"))
-    time[start:] = np.nextafter(duration, 0.0)
-
-
-def _merge_sorted(log: EventLog, time: FloatArray, kind: int, url: IntArray) -> EventLog:
-    """Insert sorted events of one ``kind`` into ``log``, after its events of equal time."""
-    n, k = len(log), time.size
-    at = np.searchsorted(log.time, time, side="right") + np.arange(k, dtype=np.int64)
-    keep = np.ones(n + k, dtype=bool)
-    keep[at] = False
-    out_time = np.empty(n + k)
-    out_time[at], out_time[keep] = time, log.time
-    out_kind = np.empty(n + k, dtype=np.int8)
-    out_kind[at], out_kind[keep] = kind, log.kind
-    out_url = np.empty(n + k, dtype=np.int64)
-    out_url[at], out_url[keep] = url, log.url
-    return EventLog(out_time, out_kind, out_url)

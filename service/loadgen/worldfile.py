@@ -1,7 +1,9 @@
 """World specs and event traces on disk.
 
 - A *spec* (JSON or TOML, see ``default_world.toml``) describes a simulated
-  web by its distributions; :func:`load_spec` reads one.
+  web by its distributions; :func:`load_spec` reads one, or a *preset* by name
+  (:data:`PRESETS`: ``default``, the paper's world, and ``web``, a heavy-tailed
+  web-like one, ``web_world.toml``).
 - A *trace* (JSON lines) is one concrete world, replayed exactly.  Line 1 is
   the meta object::
 
@@ -38,7 +40,19 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.params import UrlParams
 from scheduler_core.sim import CHANGE, CLICK, SIGNAL, EventLog, World, WorldSpec
 
-__all__ = ["TraceError", "default_spec_toml", "load_spec", "read_trace", "write_trace"]
+__all__ = [
+    "PRESETS",
+    "TraceError",
+    "default_spec_toml",
+    "load_spec",
+    "preset_spec",
+    "preset_toml",
+    "read_trace",
+    "write_trace",
+]
+
+#: World presets by name: the commented spec file of each (``service/loadgen``).
+PRESETS = {"default": "default_world.toml", "web": "web_world.toml"}
 
 _KIND_NAMES = {CHANGE: "change", CLICK: "click", SIGNAL: "signal"}
 _KIND_CODES = {name: code for code, name in _KIND_NAMES.items()}
@@ -56,11 +70,37 @@ class TraceError(ValueError):
 
 def default_spec_toml() -> str:
     """The default world spec, every field commented (``service/loadgen/default_world.toml``)."""
-    return resources.files("service.loadgen").joinpath("default_world.toml").read_text("utf-8")
+    return preset_toml("default")
+
+
+def preset_toml(name: str) -> str:
+    """The spec file of preset ``name`` (one of :data:`PRESETS`), with its comments.
+
+    Raises
+    ------
+    ParameterError
+        On an unknown name (the known ones are named).
+    """
+    if name not in PRESETS:
+        raise ParameterError(f"unknown world preset {name!r}; known: {', '.join(PRESETS)}")
+    return resources.files("service.loadgen").joinpath(PRESETS[name]).read_text("utf-8")
+
+
+def preset_spec(name: str) -> WorldSpec:
+    """The :class:`WorldSpec` of preset ``name``.
+
+    Raises
+    ------
+    ParameterError
+        On an unknown name.
+    """
+    return WorldSpec.from_mapping(tomllib.loads(preset_toml(name)))
 
 
 def load_spec(path: Path | str) -> WorldSpec:
-    """Read a world spec from a ``.toml`` or ``.json`` file.
+    """Read a world spec from a ``.toml`` or ``.json`` file, or a preset by name.
+
+    A bare name of :data:`PRESETS` (``web``) with no such file is that preset.
 
     Raises
     ------
@@ -70,9 +110,14 @@ def load_spec(path: Path | str) -> WorldSpec:
         message names the file and the problem.
     """
     path = Path(path)
+    if str(path) in PRESETS and not path.exists():
+        return preset_spec(str(path))
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
-        raise TraceError(f"{path}: a world spec must end in .toml or .json")
+        raise TraceError(
+            f"{path}: a world spec must end in .toml or .json (or name a preset: "
+            f"{', '.join(PRESETS)})"
+        )
     try:
         text = path.read_text("utf-8")
         data: Any = tomllib.loads(text) if suffix == ".toml" else json.loads(text)

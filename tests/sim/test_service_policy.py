@@ -139,3 +139,16 @@ def test_bandwidth_option_is_days_and_crawls_per_day(tmp_path: Path) -> None:
     assert code == 0
     crawls = json.loads(out.read_text())["rows"][0]["crawls"]
     assert crawls == pytest.approx(5 * 20 + 5 * 40, abs=2)
+
+
+def test_the_service_settles_failed_crawls_of_hosts_that_are_down() -> None:
+    """Crawls of a host that is down fail; the service gets them as network errors
+    (status 0), keeps its old copy and goes on crawling at the budget."""
+    w = world(signals=False, outage_share=0.5, outage_days=Dist.of("const", value=10.0))
+    policy = ServicePolicy(params="oracle")
+    result = simulate(w, policy, crawls_per_step=2)
+    assert result.failed_crawls > 0
+    assert result.report.crawls + result.failed_crawls == 2 * result.steps
+    assert w.outages is not None
+    down = w.outages.down(w.host_of[result.crawl_url], result.crawl_time)
+    assert not down.any()  # no crawl in the schedule came from a host that was down

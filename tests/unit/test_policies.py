@@ -41,6 +41,10 @@ from scheduler_core.policies.registry import make_reference_policy
 from scheduler_core.policies.thompson import ThompsonPolicy, gamma_update
 
 M, HOSTS, STEPS = 60, 5, 200
+#: The anchors as shipped draw only their first refetch dates from the seed, a day
+#: or more away: within this 200-second run every seed acts alike
+#: (``test_anchors.py`` checks that the seed spreads those dates).
+SEEDED_BEYOND_THE_RUN = ("nutch-adaptive", "stormcrawler-adaptive", "fixed-interval")
 
 
 def small_problem(*, limits: bool = True, m: int = M, budget_per_s: float = 5.0) -> Problem:
@@ -107,7 +111,7 @@ def test_policy_invariants(name: str) -> None:
     other = drive(make_policy(name, seed=2), problem)
     assert make_policy(name).name == name
     assert same(first, again)
-    assert same(first, other) == (name in GREEDY_NAMES)
+    assert same(first, other) == (name in GREEDY_NAMES or name in SEEDED_BEYOND_THE_RUN)
     assert first.crawls.sum() > STEPS  # it does crawl
 
 
