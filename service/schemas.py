@@ -76,6 +76,11 @@ class UrlIn(_In):
 
 class UrlsIn(_In):
     urls: list[UrlIn] = Field(min_length=1)
+    keep_known: bool = Field(
+        False,
+        description="leave URLs already registered as they are (discovered links): only new "
+        "ones are created; a `crawl_delay_s` still sets the host's politeness",
+    )
 
 
 class UrlsRemoveIn(_In):
@@ -124,6 +129,7 @@ class CrawlResultsIn(_In):
 class RegisterOut(BaseModel):
     created: int
     updated: int
+    kept: int = Field(0, description="URLs already registered and left alone (`keep_known`)")
 
 
 class RemoveOut(BaseModel):

@@ -14,8 +14,8 @@ router = APIRouter(tags=["frontier"])
 
 @router.post("/urls", response_model=RegisterOut)
 async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
-    """Register URLs (or update their priors)."""
-    return await registry.register(ctx, body.urls)
+    """Register URLs (or update their priors; with ``keep_known``, leave known ones alone)."""
+    return await registry.register(ctx, body.urls, keep_known=body.keep_known)
 
 
 @router.delete("/urls", response_model=RemoveOut)

@@ -147,12 +147,17 @@ class MemoryStore:
         return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS}, observations=obs)
 
     # -- registration ------------------------------------------------------------------------
-    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+    async def upsert_urls(
+        self, records: Sequence[UrlRecord], now: float, *, keep_known: bool = False
+    ) -> list[bool]:
         created = []
         for r in records:
             host = self._host(r.host, r.crawl_delay_s)
             u = self._urls.get(r.url)
             is_new = u is None
+            if keep_known and u is not None:
+                created.append(False)
+                continue
             if u is None:
                 u = self._urls[r.url] = Url(
                     r.url, r.host, r.weight, r.change_rate, r.recall, r.false_signal_rate,

@@ -110,7 +110,9 @@ class RedisStore(RedisDispatch):
 
     # -- registration ------------------------------------------------------------------------
     @unavailable
-    async def upsert_urls(self, records: Sequence[UrlRecord], now: float) -> list[bool]:
+    async def upsert_urls(
+        self, records: Sequence[UrlRecord], now: float, *, keep_known: bool = False
+    ) -> list[bool]:
         nan = math.nan
         packed = [
             PARAMS.pack(
@@ -127,7 +129,7 @@ class RedisStore(RedisDispatch):
             + pack_prior(r.prior)
             for r in records
         ]
-        head = (repr(now), self._cap, repr(self._default_delay))
+        head = (repr(now), self._cap, repr(self._default_delay), "1" if keep_known else "0")
         answers = await self._per_url("upsert", [r.url for r in records], head, packed)
         return [bool(a) for _, a in answers]
 
