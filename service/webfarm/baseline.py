@@ -24,10 +24,12 @@ _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 
 @dataclass
 class RoundRobinStats:
-    """What the round-robin crawler did: answers by status, and waits for politeness."""
+    """What the round-robin crawler did: answers by status, waits for politeness, and
+    the world time its cycle started at (s; after listing the URLs)."""
 
     statuses: Counter[int] = field(default_factory=Counter)
     polite_waits: int = 0
+    started_at_s: float = 0.0
 
     @property
     def fetches(self) -> int:
@@ -94,6 +96,7 @@ async def crawl_round_robin(
         if not cycle:
             return stats
         credit, k, t_prev = 0.0, 0, world_time()
+        stats.started_at_s = t_prev
         while (t := world_time()) < float(info["duration_s"]):
             credit = min(credit + (t - t_prev) * budget, 10.0)
             t_prev = t

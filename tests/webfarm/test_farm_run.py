@@ -85,14 +85,14 @@ async def test_round_robin_crawls_every_url_in_turn_at_the_budget() -> None:
         stats = await crawl_round_robin(server.url)
     score = farm.score()
     assert stats.statuses.keys() == {200}
-    assert abs(stats.fetches - 120) <= 12  # the budget, give or take scheduling slack
+    # the budget over the time left once the sitemaps were read, give or take the slack
+    expected = world.budget_per_s * (world.duration_s - stats.started_at_s)
+    assert stats.fetches == pytest.approx(expected, rel=0.08)
     urls, _ = farm.fetches()
     counts = np.bincount(urls, minlength=12)
     assert counts.max() - counts.min() <= 1  # uniform
-    assert score.violations == 0 and score.crawls == stats.fetches
-    # each host's URLs are spread over the cycle: its fetches ~ m/n_h cycle steps apart,
-    # well over the crawl delay of 600 s at this budget (720 s a step)
-    assert stats.polite_waits == 0
+    assert score.violations == 0
+    assert stats.fetches - 1 <= score.crawls <= stats.fetches  # the last may land after the end
 
 
 def test_webfarm_command_serves_and_reports_on_sigterm(tmp_path: Path) -> None:
