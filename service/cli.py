@@ -293,6 +293,10 @@ def webfarm_cmd(
         float,
         typer.Option("--tolerance-wall-s", min=0, help="politeness slack, wall s"),
     ] = 0.02,
+    start_on_request: Annotated[
+        bool,
+        typer.Option("--start-on-request", help="world time starts at the first page request"),
+    ] = False,
     json_path: JsonOpt = None,
 ) -> None:
     """Serve a simulated web over HTTP: the world's pages on its clock; score the crawl.
@@ -320,7 +324,10 @@ def webfarm_cmd(
     options = FarmOptions(
         strict_share=strict_share, down_share=down_share, tolerance_wall_s=tolerance_wall_s
     )
-    run = FarmRun(w, clock, options=options, feed_url=service if feed else None, token=token)
+    run = FarmRun(
+        w, clock, options=options, feed_url=service if feed else None, token=token,
+        start_on_request=start_on_request,
+    )  # fmt: skip
     console.print(
         f"serving {len(w.urls)} URLs on {len(w.hosts)} hosts at http://{host}:{port} "
         f"(an HTTP proxy for http://{w.hosts[0]}/…); {w.duration_s / DAY_S:g} days at "

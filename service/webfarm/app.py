@@ -64,9 +64,9 @@ def farm_app(farm: Farm, *, background: Background | None = None) -> ASGIApp:
     -----
     ``GET /_farm/score``: :meth:`Farm.score` as JSON; ``GET /_farm/hosts``: each
     host's start URL, robots.txt, sitemap, crawl delay, URL count, strictness and
-    outages (clock s); ``GET /_farm/world``: the clock's reading and rate, the
-    world's origin (clock time of world time 0), span, warm-up and crawl budget R
-    (crawls per clock s).
+    outages (clock s); ``GET /_farm/world``: the clock's reading and rate, whether
+    world time runs, the world's origin (clock time of world time 0), span, warm-up
+    and crawl budget R (crawls per clock s).
     """
 
     async def score(_: Request) -> Response:
@@ -98,8 +98,9 @@ def farm_app(farm: Farm, *, background: Background | None = None) -> ASGIApp:
             {
                 "now": now,
                 "rate": farm.clock.rate,
+                "started": farm.started,
                 "origin": farm.origin,
-                "world_time_s": now - farm.origin,
+                "world_time_s": farm.world_time(),
                 "duration_s": w.duration_s,
                 "warmup_s": w.warmup_s,
                 "budget_per_s": w.budget_per_s,

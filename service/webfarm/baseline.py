@@ -114,6 +114,11 @@ async def crawl_round_robin(
                 stats.statuses[answer.status_code] += 1
             except httpx.TransportError:
                 stats.statuses[0] += 1
+            if k == 0 and not info["started"]:  # the first page request started the world
+                async with httpx.AsyncClient(base_url=farm_url, timeout=30.0) as farm:
+                    info = (await farm.get("/_farm/world")).raise_for_status().json()
+                wall0, world0 = time.monotonic(), float(info["world_time_s"])
+                stats.started_at_s = t_prev = world0
             credit -= 1.0
             k += 1
     return stats

@@ -63,6 +63,9 @@ class Farm:
         Strict hosts and outages; drawn from ``options`` if absent.
     origin : float, optional
         Clock time of world time 0, s; default: the clock's reading now.
+    start_on_request : bool
+        Without ``origin``: world time stands at 0 until the first page request,
+        and starts then (a crawler's start-up costs it nothing).
     """
 
     def __init__(
@@ -73,12 +76,15 @@ class Farm:
         options: FarmOptions | None = None,
         plan: HostPlan | None = None,
         origin: float | None = None,
+        start_on_request: bool = False,
     ) -> None:
         self.world = world
         self.clock = clock
         self.options = options or FarmOptions()
         self.plan = plan or plan_hosts(world, self.options)
-        self.origin = clock.now() if origin is None else float(origin)
+        self._origin: float | None = None
+        if origin is not None or not start_on_request:
+            self._origin = clock.now() if origin is None else float(origin)
         self._host_index = {h.lower(): j for j, h in enumerate(world.hosts)}
         self.paths: list[str] = []
         self._page_index: dict[tuple[int, str], int] = {}
@@ -100,9 +106,19 @@ class Farm:
         self.status_counts: Counter[int] = Counter()
 
     # ------------------------------------------------------------------ time
+    @property
+    def started(self) -> bool:
+        """Whether world time runs (see ``start_on_request``)."""
+        return self._origin is not None
+
+    @property
+    def origin(self) -> float:
+        """Clock time of world time 0, s (the clock's reading now, until started)."""
+        return self.clock.now() if self._origin is None else self._origin
+
     def world_time(self) -> float:
-        """World time now, s (clock time minus :attr:`origin`)."""
-        return self.clock.now() - self.origin
+        """World time now, s (clock time minus :attr:`origin`; 0 until started)."""
+        return 0.0 if self._origin is None else self.clock.now() - self._origin
 
     @property
     def tolerance_s(self) -> float:
@@ -198,6 +214,8 @@ class Farm:
         i = self._page_index.get((j, target))
         if i is None and target != INDEX:
             return Answer(404, {"Content-Type": "text/plain"}, b"no such page\n")
+        if self._origin is None:
+            self._origin, t = self.clock.now(), 0.0
         refused = self._arrive(j, t)
         if refused is not None:
             return refused

@@ -46,7 +46,8 @@ async def feed_events(
     """Post the world's clicks and signals, in batches, as the farm's clock passes them.
 
     Each event goes out with its own time (``origin + t``) once the clock has
-    passed it; events of the world's span only, then the coroutine returns.
+    passed it (after the world started); events of the world's span only, then the
+    coroutine returns.
     A batch the service refuses (4xx, or unavailable once the client's retries
     ran out) is logged and counted in ``failed_batches``, not retried.
 
@@ -65,6 +66,8 @@ async def feed_events(
     stats = stats if stats is not None else FeedStats()
     events, world = farm.world.events(), farm.world
     t_prev = 0.0
+    while not farm.started:
+        await asyncio.sleep(tick_s)
     while True:
         t = min(farm.world_time(), world.duration_s)
         batch = events.window(t_prev, t)

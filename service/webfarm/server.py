@@ -150,6 +150,8 @@ class FarmRun:
         serving (:func:`service.webfarm.feed.feed_events`); its clock must be ``clock``.
     token : str, optional
         Bearer token for the feed's requests.
+    start_on_request : bool
+        World time starts at the first page request (:class:`Farm`).
     """
 
     def __init__(
@@ -160,8 +162,9 @@ class FarmRun:
         options: FarmOptions | None = None,
         feed_url: str | None = None,
         token: str | None = None,
+        start_on_request: bool = False,
     ) -> None:
-        self.farm = Farm(world, clock, options=options)
+        self.farm = Farm(world, clock, options=options, start_on_request=start_on_request)
         self.feed: FeedStats | None = None
         background: Background | None = None
         if feed_url is not None:
