@@ -206,3 +206,20 @@ def test_world_and_hosts_endpoints(served: Served) -> None:
     assert hosts["a.example"]["strict"] and not hosts["b.example"]["strict"]
     assert hosts["b.example"]["outages"] == [[T0 + 400, T0 + 600]]
     assert hosts["a.example"]["index"] == "http://a.example/"
+
+
+def test_world_can_start_at_the_first_page_request() -> None:
+    world = small_world()
+    clock = ManualClock(T0)
+    farm = Farm(world, clock, plan=HostPlan.explicit(world.hosts), start_on_request=True)
+    with ThreadedServer(farm_app(farm)) as server, httpx.Client(base_url=server.url) as http:
+        clock.advance(500.0)
+        assert http.get("/robots.txt", headers={"Host": "a.example"}).status_code == 200
+        before = http.get("/_farm/world").json()
+        assert not before["started"] and before["world_time_s"] == 0.0
+        page = http.get("/p/1", headers={"Host": "a.example"})
+        assert page.headers["etag"] == '"p1v0"'  # world time 0, not 500: no change yet
+        clock.advance(520.0)
+        after = http.get("/_farm/world").json()
+        assert after["started"] and after["origin"] == T0 + 500 and after["world_time_s"] == 520
+        assert http.get("/p/1", headers={"Host": "a.example"}).headers["etag"] == '"p1v1"'
