@@ -129,7 +129,9 @@ class CrawlResultsIn(_In):
 class RegisterOut(BaseModel):
     created: int
     updated: int
-    kept: int = Field(0, description="URLs already registered and left alone (`keep_known`)")
+    kept: int | None = Field(
+        None, description="with `keep_known`: URLs already registered, left alone"
+    )
 
 
 class RemoveOut(BaseModel):

@@ -12,7 +12,7 @@ from service.urls import canonical_url
 router = APIRouter(tags=["frontier"])
 
 
-@router.post("/urls", response_model=RegisterOut)
+@router.post("/urls", response_model=RegisterOut, response_model_exclude_none=True)
 async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
     """Register URLs (or update their priors; with ``keep_known``, leave known ones alone)."""
     return await registry.register(ctx, body.urls, keep_known=body.keep_known)

@@ -12,7 +12,7 @@ DAY = 86_400.0
 async def test_known_urls_are_left_alone_and_new_ones_created(api: httpx.AsyncClient) -> None:
     first = {"url": "https://shop.example/p/1", "weight": 3 / DAY, "label": "shoes", "fixed": True}
     answer = await api.post("/urls", json={"urls": [first]})
-    assert answer.json() == {"created": 1, "updated": 0, "kept": 0}
+    assert answer.json() == {"created": 1, "updated": 0}
     before = (await api.get("/urls/https://shop.example/p/1")).json()
 
     discovered = [
@@ -32,7 +32,7 @@ async def test_known_urls_are_left_alone_and_new_ones_created(api: httpx.AsyncCl
 
     # without keep_known the bare registration replaces the priors (the old behaviour)
     answer = await api.post("/urls", json={"urls": [{"url": "https://shop.example/p/1"}]})
-    assert answer.json() == {"created": 0, "updated": 1, "kept": 0}
+    assert answer.json() == {"created": 0, "updated": 1}
     replaced = (await api.get("/urls/https://shop.example/p/1")).json()
     assert not replaced["learning"]["fixed"] and replaced["learning"]["label"] is None
 
