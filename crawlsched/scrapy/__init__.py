@@ -7,13 +7,17 @@ where.
 
 from crawlsched.scrapy.changes import ChangeDetector, ServiceClock
 from crawlsched.scrapy.dupefilter import DupeFilter
-from crawlsched.scrapy.scheduler import LEASE_META, REGISTRATION_META, Scheduler
+from crawlsched.scrapy.politeness import HostDelays
+from crawlsched.scrapy.scheduler import Scheduler
+from crawlsched.scrapy.templates import LEASE_META, REGISTRATION_META, RequestTemplates
 
 __all__ = [
     "LEASE_META",
     "REGISTRATION_META",
     "ChangeDetector",
     "DupeFilter",
+    "HostDelays",
+    "RequestTemplates",
     "Scheduler",
     "ServiceClock",
 ]

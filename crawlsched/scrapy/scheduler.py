@@ -11,6 +11,9 @@ Settings (a Scrapy project's ``settings.py``)::
     CRAWLSCHED_IDLE_CLOSE_S = None      # close after /next gave nothing this long (wall s)
     CRAWLSCHED_POLITENESS_SLOTS = True  # space each host's requests by its crawl delay
     CRAWLSCHED_POLITENESS_MARGIN_S = 0.05  # ... plus this (wall s), for network jitter
+    CRAWLSCHED_TEMPLATES = 100_000      # found requests whose callback and meta are kept
+    CRAWLSCHED_VALIDATORS = 1_000_000   # URLs whose ETag/Last-Modified/digest are kept
+    CRAWLSCHED_DUPEFILTER_MEMO = 1_000_000  # URLs this process registered, not re-sent
 
 What goes where:
 
@@ -50,7 +53,7 @@ import contextlib
 import logging
 import math
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -58,11 +61,12 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.reactor import is_asyncio_reactor_installed
-from scrapy.utils.request import request_from_dict
 
 from crawlsched.client import AsyncClient, CrawlschedError
 from crawlsched.scrapy.changes import ChangeDetector, ServiceClock
 from crawlsched.scrapy.dupefilter import DupeFilter
+from crawlsched.scrapy.politeness import HostDelays
+from crawlsched.scrapy.templates import LEASE_META, REGISTRATION_META, RequestTemplates
 from service.urls import canonical_url, host_of
 
 if TYPE_CHECKING:
@@ -78,18 +82,6 @@ __all__ = ["LEASE_META", "REGISTRATION_META", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
-#: ``request.meta`` key of a leased request's lease (``lease_id``, ``url``, ``host``...).
-LEASE_META = "crawlsched_lease"
-#: ``request.meta`` key of extra registration fields for ``POST /urls``.
-REGISTRATION_META = "crawlsched"
-#: Meta keys that describe one download, not the request: not kept in templates.
-_TRANSIENT_META = frozenset(
-    {
-        LEASE_META, REGISTRATION_META, "download_slot", "download_latency", "proxy",
-        "_auth_proxy", "retry_times", "redirect_times", "redirect_ttl", "redirect_urls",
-        "redirect_reasons", "dont_obey_robotstxt",
-    }
-)  # fmt: skip
 _MAX_POST = 1000  # events per POST
 
 
@@ -146,23 +138,18 @@ class Scheduler(BaseScheduler):
     ) -> None:
         if batch < 1 or not poll_s > 0 or (rate_per_s is not None and not rate_per_s > 0):
             raise ValueError("`batch`, `poll_s` and `rate_per_s` must be > 0")
-        if not politeness_margin_s >= 0:
-            raise ValueError("`politeness_margin_s` must be >= 0")
-        self.politeness_margin_s = politeness_margin_s
         self.crawler, self.url, self.token = crawler, url, token
         self.batch, self.rate_per_s, self.poll_s = batch, rate_per_s, poll_s
         self.idle_close_s, self.politeness_slots = idle_close_s, politeness_slots
         self.df = DupeFilter.from_crawler(crawler)
         self.changes = ChangeDetector(crawler.settings.getint("CRAWLSCHED_VALIDATORS", 1_000_000))
-        self._templates: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._max_templates = templates
+        self.templates = RequestTemplates(templates)
         self._ready: deque[Request] = deque()
         self._injecting: dict[str, Request] = {}
         self._outstanding: dict[str, dict[str, Any]] = {}  # lease id -> lease, until settled
         self._registrations: list[dict[str, Any]] = []
         self._results: list[dict[str, Any]] = []
-        self._delays: dict[str, float] = {}  # host -> crawl delay, clock s
-        self._robots_delays: set[str] = set()  # hosts whose delay came from robots.txt
+        self.delays = HostDelays(politeness_margin_s)
         self._client: AsyncClient | None = None
         self._clock: ServiceClock | None = None
         self._task: asyncio.Task[None] | None = None
@@ -277,11 +264,12 @@ class Scheduler(BaseScheduler):
                 self.df.log(request, self.spider)
             return False
         item = {**request.meta.get(REGISTRATION_META, {}), "url": url}
-        delay = self._delays.get(host_of(url))
-        if delay is not None and host_of(url) in self._robots_delays:
+        delay = self.delays.robots_delay(host_of(url))
+        if delay is not None:
             item.setdefault("crawl_delay_s", delay)
         self._registrations.append(item)
-        self._remember(url, request)
+        if self.spider is not None:
+            self.templates.remember(url, request, self.spider)
         return True
 
     def next_request(self) -> Request | None:
@@ -348,7 +336,7 @@ class Scheduler(BaseScheduler):
                 self._credit = min(self._credit, 1.0)  # idle budget is lost, not banked
         if leases:
             self._last_lease_at = time.monotonic()
-            await self._learn_delays({lease["host"] for lease in leases})
+            await self.delays.learn(self._client, {lease["host"] for lease in leases})
         self._inc("crawlsched/leased", len(leases))
         for lease in leases:
             self._inject(lease)
@@ -361,23 +349,9 @@ class Scheduler(BaseScheduler):
             del self._outstanding[lease_id]
             self._inc("crawlsched/leases_lapsed")
 
-    async def _learn_delays(self, hosts: set[str]) -> None:
-        assert self._client is not None
-        unknown = sorted(h for h in hosts if h not in self._delays)
-        answers = await asyncio.gather(
-            *(self._client.host(h) for h in unknown), return_exceptions=True
-        )
-        for host, answer in zip(unknown, answers, strict=True):
-            if isinstance(answer, dict):
-                self._delays.setdefault(host, float(answer["crawl_delay_s"]))
-
     def _inject(self, lease: dict[str, Any]) -> None:
         url = lease["url"]
-        template = self._templates.get(url)
-        request = Request(url)
-        if template is not None:
-            with contextlib.suppress(ValueError, KeyError):
-                request = request_from_dict(template, spider=self.spider)
+        request = self.templates.request(url, self.spider)
         meta = {**request.meta, LEASE_META: lease, "download_slot": lease["host"]}
         headers = request.headers.copy()
         headers.update(self.changes.conditional_headers(url))
@@ -390,21 +364,6 @@ class Scheduler(BaseScheduler):
             self._outstanding.pop(lease["lease_id"], None)
         finally:
             del self._injecting[lease["lease_id"]]
-
-    def _remember(self, url: str, request: Request) -> None:
-        if self.spider is None:
-            return
-        try:
-            template = request.to_dict(spider=self.spider)
-        except ValueError:  # a callback that is not a spider method: use parse
-            return
-        template["meta"] = {
-            k: v for k, v in template.get("meta", {}).items() if k not in _TRANSIENT_META
-        }
-        self._templates[url] = template
-        self._templates.move_to_end(url)
-        if len(self._templates) > self._max_templates:
-            self._templates.popitem(last=False)
 
     # ------------------------------------------------------------- signals
     def _on_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
@@ -445,14 +404,10 @@ class Scheduler(BaseScheduler):
         lease = request.meta.get(LEASE_META)
         if not self.politeness_slots or lease is None or self._clock is None:
             return
-        delay_s = self._delays.get(lease["host"])
+        assert self.crawler.engine is not None
         slot = self.crawler.engine.downloader.slots.get(request.meta.get("download_slot", ""))
-        if delay_s is None or slot is None:
-            return
-        slot.delay = delay_s / self._clock.rate + self.politeness_margin_s
-        slot.concurrency = 1
-        if hasattr(slot, "jitter"):
-            slot.jitter = 0.0
+        if slot is not None:
+            self.delays.space(slot, lease["host"], self._clock.rate)
 
     def _on_robots(self, robotparser: RobotParser, request: Request) -> None:
         delay = robotparser.crawl_delay(self._user_agent(request))
@@ -462,9 +417,7 @@ class Scheduler(BaseScheduler):
             url = canonical_url(request.url)
         except ValueError:
             return
-        host = host_of(url)
-        self._delays[host] = float(delay)
-        self._robots_delays.add(host)
+        self.delays.from_robots(host_of(url), float(delay))
         # tell the service (the URL itself is left alone: keep_known)
         self._registrations.append({"url": url, "crawl_delay_s": float(delay)})
 

@@ -6,11 +6,18 @@ from __future__ import annotations
 import time
 
 import pytest
-from scrapy import Request
+from scrapy import Request, Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from crawlsched.scrapy import LEASE_META, ChangeDetector, DupeFilter, Scheduler, ServiceClock
+from crawlsched.scrapy import (
+    LEASE_META,
+    ChangeDetector,
+    DupeFilter,
+    RequestTemplates,
+    Scheduler,
+    ServiceClock,
+)
 
 SETTINGS = {"CRAWLSCHED_URL": "http://127.0.0.1:9", "CONCURRENT_REQUESTS": 7}
 
@@ -23,9 +30,9 @@ def test_settings_configure_the_scheduler() -> None:
     with pytest.raises(NotConfigured, match="CRAWLSCHED_URL"):
         Scheduler.from_crawler(get_crawler(settings_dict={}))
     s = _scheduler(CRAWLSCHED_RATE_PER_S=0.5, CRAWLSCHED_POLITENESS_MARGIN_S=0.1)
-    assert (s.batch, s.rate_per_s, s.politeness_margin_s, s.idle_close_s) == (7, 0.5, 0.1, None)
+    assert (s.batch, s.rate_per_s, s.delays.margin_s, s.idle_close_s) == (7, 0.5, 0.1, None)
     assert _scheduler(CRAWLSCHED_BATCH=3).batch == 3
-    with pytest.raises(ValueError, match="politeness_margin_s"):
+    with pytest.raises(ValueError, match="margin_s"):
         _scheduler(CRAWLSCHED_POLITENESS_MARGIN_S=-1)
     with pytest.raises(ValueError, match="rate_per_s"):
         _scheduler(CRAWLSCHED_RATE_PER_S=0)
@@ -65,9 +72,9 @@ def test_leased_follow_ups_retries_and_copies() -> None:
 
 def test_robots_crawl_delay_rides_along_with_registrations() -> None:
     s = _scheduler()
-    s._delays["shop.example"] = 30.0
+    s.delays._delays["shop.example"] = 30.0  # as GET /hosts said
     s.enqueue_request(Request("http://shop.example/x"))
-    s._robots_delays.add("shop.example")
+    s.delays.from_robots("shop.example", 30.0)
     s.enqueue_request(Request("http://shop.example/y"))
     assert s._registrations == [
         {"url": "http://shop.example/x"},  # the service's own value: not sent back
@@ -110,3 +117,29 @@ def test_service_clock_extrapolates_at_its_rate() -> None:
     assert clock.now() == pytest.approx(2000.0, abs=5.0)
     with pytest.raises(ValueError):
         ServiceClock(0.0, 0.0)
+
+
+class _Spider(Spider):
+    name = "t"
+
+    def on_item(self, response: object) -> None:
+        """A callback of the spider's own."""
+
+
+def test_templates_bring_back_callback_and_meta_for_the_lease() -> None:
+    spider = _Spider()
+    templates = RequestTemplates(size=2)
+    found = Request(
+        "http://a.example/1", callback=spider.on_item, cb_kwargs={"k": 1},
+        meta={"depth": 2, "proxy": "http://p", LEASE_META: {}, "mine": "x"},
+    )  # fmt: skip
+    templates.remember("http://a.example/1", found, spider)
+    again = templates.request("http://a.example/1", spider)
+    assert again.callback == spider.on_item and again.cb_kwargs == {"k": 1}
+    assert again.meta == {"depth": 2, "mine": "x"}  # nothing of one download
+    templates.remember("http://a.example/2", Request("http://a.example/2", callback=print), spider)
+    plain = templates.request("http://a.example/2", spider)  # not a spider method: parse
+    assert plain.callback is None and plain.url == "http://a.example/2"
+    for k in (3, 4):  # two more kept: the first is forgotten
+        templates.remember(f"http://a.example/{k}", Request(f"http://a.example/{k}"), spider)
+    assert templates.request("http://a.example/1", spider).callback is None

@@ -27,17 +27,17 @@ HERE = Path(__file__).parent
 WALL_S = 30.0  # the world's span in wall seconds
 SPEC: dict[str, Any] = {
     "urls": 150,
-    "hosts": 15,
+    "hosts": 30,
     "host_size": {"kind": "const", "value": 1},
     "duration_days": 40,
-    "budget_per_day": 15,  # a crawl a day per host, of at most 3 (the crawl delay)
-    "crawl_delay_s": {"kind": "const", "value": 8 * 3600},  # 250 ms wall
+    "budget_per_day": 15,  # half a crawl a day per host, of at most 1.5 (the crawl delay)
+    "crawl_delay_s": {"kind": "const", "value": 16 * 3600},  # 500 ms wall
     "weight_per_day": {"kind": "lognormal", "median": 1.0, "sigma": 1.5},  # heavy-tailed
     "seed": 7,
 }
-#: The farms' politeness slack, wall s: their timestamps carry their own scheduling
-#: delays on a shared machine (20% of the crawl delay here).
-TOLERANCE_WALL_S = 0.05
+#: The farms' politeness slack, wall s: their timestamps carry the scheduling delays of
+#: a shared machine (two busy cores stall a process for a tenth of a second at times).
+TOLERANCE_WALL_S = 0.15
 
 
 def _round_robin(farm_url: str, out: list[RoundRobinStats]) -> None:
@@ -56,6 +56,9 @@ def _scrapy(tmp_path: Path, service: str, farm: str, budget_per_s: float) -> dic
             "CRAWLSCHED_URL": service,
             "CRAWLSCHED_RATE_PER_S": budget_per_s,
             "CRAWLSCHED_POLL_S": 0.01,
+            # requests of a host leave a crawl delay + 0.1 s apart: on two shared cores
+            # the trip to the farm's handler varies by that much
+            "CRAWLSCHED_POLITENESS_MARGIN_S": 0.1,
             "ROBOTSTXT_OBEY": True,
             "LOG_LEVEL": "INFO",
             "TELNETCONSOLE_ENABLED": False,
