@@ -14,6 +14,17 @@ false, as the world drew them).
 Every page request is logged: the ``200`` and ``304`` answers to world URLs are
 the crawl the farm scores (:meth:`Farm.score`), and the spacing of page requests
 per host is audited against its crawl delay.
+
+Politeness per simulated host: each simulated host keeps its own name
+(``host017.example``) and is reached through the farm as an HTTP proxy (or with a
+``Host`` header), so every host model sees one host per simulated host:
+crawlsched's (a URL's ``host[:port]``), Scrapy's download slots (by host name) and
+the farm's audit alike.  A path prefix (``http://127.0.0.1:P/h/host017.example/…``)
+would put the whole farm on one network host behind one politeness gate.
+robots.txt and sitemap requests do not count against a crawl delay.  The farm's
+times (``Crawl-delay``, ``Retry-After``, ``Last-Modified``, ``lastmod``) are clock
+times: under an accelerated clock a crawler spaces a host's requests by its crawl
+delay over the clock rate, in wall seconds.
 """
 
 from __future__ import annotations
