@@ -31,7 +31,9 @@ What goes where:
 - Each leased fetch is **reported** (``POST /crawl-result``) when its response is
   downloaded (signal ``response_downloaded``, before any middleware turns it into
   a retry or a redirect): its status, the service-clock time, and "changed" from
-  :class:`~crawlsched.scrapy.changes.ChangeDetector` (304: unchanged).  A fetch
+  :class:`~crawlsched.scrapy.changes.ChangeDetector` (304: unchanged).  A 429's or
+  503's ``Retry-After`` is not passed on: the API has no field for it yet (the
+  service retries a failed fetch after its ``retry_delay_s``).  A fetch
   that got no response is reported with status 0.  A retry Scrapy schedules for a
   leased request is dropped: the service retries failed fetches itself.
 - **Politeness**: the service leases a host's URLs no faster than its crawl delay;
@@ -41,9 +43,14 @@ What goes where:
   jitter of the requests' trips, concurrency 1 and no random spread, so that
   fetches stay spaced however late their leases are served.
 
-The HTTP calls run on the asyncio event loop under Twisted's asyncio reactor
-(Scrapy's default): they never block the reactor.  The scheduler refuses to
-open under another reactor.
+The HTTP calls (:class:`crawlsched.AsyncClient`) run as tasks on the asyncio event
+loop under Twisted's asyncio reactor (Scrapy's default since 2.13): they never
+block the reactor, and ``next_request`` only pops a local queue that a polling
+task fills.  The scheduler refuses to open under another reactor (a synchronous
+call per batch would stall every download for a round trip).  Leases waiting in a
+download slot hold Scrapy's shutdown up to their host's crawl delay, as any
+``DOWNLOAD_DELAY`` does; leases queued but not fetched when the spider closes lapse
+at their deadline and the service hands their URLs out again.
 """
 
 from __future__ import annotations
@@ -59,8 +66,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import is_asyncio_available
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.reactor import is_asyncio_reactor_installed
 
 from crawlsched.client import AsyncClient, CrawlschedError
 from crawlsched.scrapy.changes import ChangeDetector, ServiceClock
@@ -186,9 +193,13 @@ class Scheduler(BaseScheduler):
         Raises
         ------
         RuntimeError
-            If Twisted's asyncio reactor is not the one installed.
+            If no asyncio event loop runs Scrapy (another Twisted reactor).
         """
-        if not is_asyncio_reactor_installed():
+        try:
+            asyncio_runs = is_asyncio_available()
+        except RuntimeError:  # no reactor at all
+            asyncio_runs = False
+        if not asyncio_runs:
             raise RuntimeError(
                 "crawlsched.scrapy.Scheduler needs TWISTED_REACTOR = "
                 '"twisted.internet.asyncioreactor.AsyncioSelectorReactor"'
