@@ -1,4 +1,4 @@
-"""The ``crawlsched`` command: serve, loadgen, demo, simulate, world."""
+"""The ``crawlsched`` command: serve, loadgen, demo, simulate, webfarm, world."""
 
 from __future__ import annotations
 
@@ -320,6 +320,86 @@ def simulate_cmd(
     if json_path is not None:
         report.write_json(json_path)
         console.print(f"report written to {json_path}")
+
+
+@app.command("webfarm")
+def webfarm_cmd(
+    world: WorldOpt = None,
+    seed: SeedOpt = None,
+    no_signals: NoSignalsOpt = False,
+    trace_in: TraceInOpt = None,
+    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8080,
+    service: Annotated[
+        str | None,
+        typer.Option("--service", help="share the clock of the crawlsched service at this URL"),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="CRAWLSCHED_TOKEN", help="its bearer token")
+    ] = None,
+    feed: Annotated[
+        bool, typer.Option("--feed", help="post the world's clicks and signals to --service")
+    ] = False,
+    wall_seconds: Annotated[
+        float,
+        typer.Option("--wall-seconds", min=1, help="without --service: the world's wall time"),
+    ] = 600.0,
+    strict_share: Annotated[
+        float, typer.Option("--strict-share", min=0, max=1, help="hosts answering 429")
+    ] = 0.3,
+    down_share: Annotated[
+        float, typer.Option("--down-share", min=0, max=1, help="hosts down now and then (503)")
+    ] = 0.2,
+    tolerance_wall_s: Annotated[
+        float,
+        typer.Option("--tolerance-wall-s", min=0, help="politeness slack, wall s"),
+    ] = 0.02,
+    start_on_request: Annotated[
+        bool,
+        typer.Option("--start-on-request", help="world time starts at the first page request"),
+    ] = False,
+    json_path: JsonOpt = None,
+) -> None:
+    """Serve a simulated web over HTTP: the world's pages on its clock; score the crawl.
+
+    Use the farm as an HTTP proxy (`http_proxy=http://HOST:PORT`) or send `Host:
+    host017.example`; `GET /_farm/score` reports freshness and politeness.
+    """
+    import httpx
+
+    from service.clock import AcceleratedClock
+    from service.webfarm.plan import FarmOptions
+    from service.webfarm.server import FarmRun, run_farm, service_clock
+
+    if feed and service is None:
+        raise typer.BadParameter("--feed needs --service", param_hint="--feed")
+    w = _world(world, seed, no_signals, trace_in, None)
+    try:
+        clock = (
+            AcceleratedClock(w.duration_s / wall_seconds)
+            if service is None
+            else service_clock(service, token=token)
+        )
+    except httpx.HTTPError as exc:
+        raise typer.BadParameter(f"cannot read its clock: {exc}", param_hint="--service") from None
+    options = FarmOptions(
+        strict_share=strict_share, down_share=down_share, tolerance_wall_s=tolerance_wall_s
+    )
+    run = FarmRun(
+        w, clock, options=options, feed_url=service if feed else None, token=token,
+        start_on_request=start_on_request,
+    )  # fmt: skip
+    console.print(
+        f"serving {len(w.urls)} URLs on {len(w.hosts)} hosts at http://{host}:{port} "
+        f"(an HTTP proxy for http://{w.hosts[0]}/…); {w.duration_s / DAY_S:g} days at "
+        f"{clock.rate:.0f} clock s per wall s{'; feeding clicks and signals' if feed else ''}"
+    )
+    run_farm(run, host=host, port=port)
+    score = run.farm.score()
+    score.print(Console())
+    if json_path is not None:
+        score.write_json(json_path)
+        console.print(f"score written to {json_path}")
 
 
 @app.command("world")

@@ -76,6 +76,11 @@ class UrlIn(_In):
 
 class UrlsIn(_In):
     urls: list[UrlIn] = Field(min_length=1)
+    keep_known: bool = Field(
+        False,
+        description="leave URLs already registered as they are (discovered links): only new "
+        "ones are created; a `crawl_delay_s` still sets the host's politeness",
+    )
 
 
 class UrlsRemoveIn(_In):
@@ -124,6 +129,9 @@ class CrawlResultsIn(_In):
 class RegisterOut(BaseModel):
     created: int
     updated: int
+    kept: int | None = Field(
+        None, description="with `keep_known`: URLs already registered, left alone"
+    )
 
 
 class RemoveOut(BaseModel):

@@ -13,12 +13,17 @@ from service.urls import canonical_url
 router = APIRouter(tags=["frontier"])
 
 
-@router.post("/urls", response_model=RegisterOut, dependencies=[require(Role.ADMIN)])
+@router.post(
+    "/urls",
+    response_model=RegisterOut,
+    response_model_exclude_none=True,
+    dependencies=[require(Role.ADMIN)],
+)
 async def register_urls(
     body: UrlsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> RegisterOut:
-    """Register URLs (or update their priors)."""
-    return await registry.register(ctx, body.urls, idempotency_key)
+    """Register URLs (or update their priors; with ``keep_known``, leave known ones alone)."""
+    return await registry.register(ctx, body.urls, idempotency_key, keep_known=body.keep_known)
 
 
 @router.delete("/urls", response_model=RemoveOut, dependencies=[require(Role.ADMIN)])

@@ -34,8 +34,9 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
     values to decisions"); with ``dispatch_ahead`` the rest of the capacity goes to
     the URLs due soonest (below threshold, which pulls λ₀ down).  The values at
-    dispatch feed the λ₀ / λ_h estimates, except those of URLs due only by the
-    revisit cap (their value is below any threshold by construction).
+    dispatch feed the λ₀ / λ_h estimates (a URL held back by its host's gate feeds
+    λ_h, once λ₀ has an estimate), except those of URLs due only by the revisit cap
+    (their value is below any threshold by construction).
 
     Raises
     ------
@@ -51,7 +52,12 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     values = values_at(states, now, s.value_terms)
     await ctx.store.observe_dispatch(
         [
-            DispatchObservation(g.state.host, math.log(v) if v > 0 else -math.inf, g.gated)
+            # until λ₀ has an estimate (Λ_h = 0) a gated dispatch is none of λ_h's
+            # business: it counts for λ₀, or λ₀ could wait forever where politeness
+            # binds from the first dispatch on
+            DispatchObservation(
+                g.state.host, math.log(v) if v > 0 else -math.inf, g.gated and g.threshold > 0
+            )
             for g, v in zip(grants, values, strict=True)
             if not _due_by_revisit_cap(g.state, s.max_revisit_s)
         ],

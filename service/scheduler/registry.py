@@ -40,9 +40,14 @@ def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
 
-async def register(ctx: Context, items: Sequence[UrlIn], key: str | None = None) -> RegisterOut:
+async def register(
+    ctx: Context, items: Sequence[UrlIn], key: str | None = None, *, keep_known: bool = False
+) -> RegisterOut:
     """Register or update URLs; each gets its threshold at its host's current Λ_h.
     ``key``: the batch's idempotency key (a repeat answers as the first time).
+
+    With ``keep_known`` the URLs already registered are left as they are (their
+    ``crawl_delay_s``, if given, still sets their host's politeness) and counted as kept.
 
     Raises
     ------
@@ -76,10 +81,13 @@ async def register(ctx: Context, items: Sequence[UrlIn], key: str | None = None)
         )
         for k, (item, host) in enumerate(zip(items, hosts, strict=True))
     ]
-    created = await ctx.store.upsert_urls(records, now, batch_key(ctx, "urls", key, items))
+    once = batch_key(ctx, "urls", key, items)
+    created = await ctx.store.upsert_urls(records, now, once, keep_known=keep_known)
+    n_new = sum(created)
+    if keep_known:
+        return RegisterOut(created=n_new, updated=0, kept=len(created) - n_new)
     # a URL registered again keeps its history: estimate from it under the new priors
     await relearn(ctx, [i.url for i, new in zip(items, created, strict=True) if not new])
-    n_new = sum(created)
     return RegisterOut(created=n_new, updated=len(created) - n_new)
 
 

@@ -276,10 +276,19 @@ class Store(Protocol):
     """Storage of the URL frontier; see the module docstring."""
 
     async def upsert_urls(
-        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+        self,
+        records: Sequence[UrlRecord],
+        now: float,
+        once: IdempotencyKey | None = None,
+        *,
+        keep_known: bool = False,
     ) -> list[bool]:
         """Register or update URLs; True for each URL that is new (``once``: see the
-        module docstring)."""
+        module docstring).
+
+        With ``keep_known`` a URL already registered is left as it is (False); a
+        ``crawl_delay_s`` in its record still sets its host's politeness.
+        """
         ...
 
     async def remove_urls(self, urls: Sequence[str]) -> int:

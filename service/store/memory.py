@@ -156,7 +156,12 @@ class MemoryStore:
 
     # -- registration ------------------------------------------------------------------------
     async def upsert_urls(
-        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+        self,
+        records: Sequence[UrlRecord],
+        now: float,
+        once: IdempotencyKey | None = None,
+        *,
+        keep_known: bool = False,
     ) -> list[bool]:
         registered = self._registered.replay(once)
         if registered is not None:
@@ -166,6 +171,9 @@ class MemoryStore:
             host = self._host(r.host, r.crawl_delay_s)
             u = self._urls.get(r.url)
             is_new = u is None
+            if keep_known and u is not None:
+                created.append(False)
+                continue
             if u is None:
                 u = self._urls[r.url] = Url(
                     r.url, r.host, r.weight, r.change_rate, r.recall, r.false_signal_rate,

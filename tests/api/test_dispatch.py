@@ -143,6 +143,28 @@ async def test_multipliers_are_learned_and_exported(
     assert host["urls"] == 10
 
 
+async def test_lambda0_is_learned_where_politeness_binds_from_the_start(
+    api: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    # a crawler's start page (worth nothing) opens the host's gate; the pages it links
+    # to are registered before the gate opens again, so every one of their dispatches
+    # is held back by politeness: λ₀ must still get an estimate from them
+    start = {"url": "https://h.example/", "weight": 0, "change_rate": 0, "fixed": True}
+    await _register(api, [{**start, "crawl_delay_s": 100.0}])
+    (lease,) = (await api.get("/next", params={"n": 1})).json()["leases"]
+    result = {"url": lease["url"], "lease_id": lease["lease_id"], "fetched_at": clock.now()}
+    await api.post("/crawl-result", json={"results": [result]})
+    await _register(api, [{"url": f"https://h.example/p{i}"} for i in range(5)])
+    for _ in range(6):
+        clock.advance(100.0)
+        (lease,) = (await api.get("/next", params={"n": 1})).json()["leases"]
+        result = {"url": lease["url"], "lease_id": lease["lease_id"], "fetched_at": clock.now()}
+        await api.post("/crawl-result", json={"results": [result]})
+    explained = (await api.get("/urls/https://h.example/p0")).json()
+    assert explained["lambda0"] is not None and explained["lambda0"] > 0
+    assert explained["threshold"] > 0
+
+
 async def test_remove_urls(api: httpx.AsyncClient) -> None:
     await _register(api, [{"url": "https://a.example/x"}, {"url": "https://a.example/y"}])
     response = await api.request("DELETE", "/urls", json={"urls": ["https://a.example/x"]})

@@ -54,6 +54,25 @@ async def test_upsert_reports_new_and_updates_params(store: Store) -> None:
     assert await store.get_urls(["https://nope.example/"]) == [None]
 
 
+async def test_upsert_keeping_known_urls_leaves_them_and_sets_the_host_delay(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/1", threshold_s=50.0)], T0)
+    batch = [
+        rec("https://a.example/1", threshold_s=999.0, last=T0 + 5, delay=30.0),
+        rec("https://a.example/2", threshold_s=70.0),
+    ]
+    assert await store.upsert_urls(batch, T0 + 5, keep_known=True) == [False, True]
+    known, new = await store.get_urls(["https://a.example/1", "https://a.example/2"])
+    assert known is not None and new is not None
+    assert (known.threshold_s, known.due_at, known.last_crawl_at) == (50.0, T0 + 50.0, T0)
+    assert new.threshold_s == 70.0
+    host = await store.get_host("a.example", T0 + 5)
+    assert host is not None and host.crawl_delay_s == 30.0 and host.urls == 2
+    # repeating the call changes nothing
+    assert await store.upsert_urls(batch, T0 + 6, keep_known=True) == [False, False]
+    (again,) = await store.get_urls(["https://a.example/1"])
+    assert again == known
+
+
 async def test_never_crawled_url_is_due_at_registration(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/new", last=None)], T0)
     (grant,) = (await store.lease_next(T0, 5, 60.0, dispatch_ahead=False)).grants

@@ -114,7 +114,12 @@ class RedisStore(RedisDispatch):
     # -- registration ------------------------------------------------------------------------
     @unavailable
     async def upsert_urls(
-        self, records: Sequence[UrlRecord], now: float, once: IdempotencyKey | None = None
+        self,
+        records: Sequence[UrlRecord],
+        now: float,
+        once: IdempotencyKey | None = None,
+        *,
+        keep_known: bool = False,
     ) -> list[bool]:
         nan = math.nan
         packed = [
@@ -132,7 +137,8 @@ class RedisStore(RedisDispatch):
             + pack_prior(r.prior)
             for r in records
         ]
-        head = (repr(now), self._cap, repr(self._default_delay), once_ttl_arg(once))
+        keep = "1" if keep_known else "0"
+        head = (repr(now), self._cap, repr(self._default_delay), once_ttl_arg(once), keep)
         urls = [r.url for r in records]
         answers = await self._per_url("upsert", urls, head, packed, once=once)
         return [bool(a) for _, a in answers]
