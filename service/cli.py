@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,7 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.policies import POLICY_NAMES
 from scheduler_core.sim import DAY_S, World, WorldSpec
 from scheduler_core.sim.bandwidth import Bandwidth
+from service import __version__
 from service.client import CrawlschedClient, CrawlschedError
 from service.errors import ConfigError
 from service.loadgen.demo import served_app
@@ -28,7 +30,8 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
-from service.serving import check_bind, check_tls, log_config
+from service.logs import logging_config, setup_logging
+from service.serving import check_bind, check_tls
 from service.settings import check_environment, get_settings
 from service.sim_runner import run_simulation
 from service.simulation import ParamMode
@@ -68,6 +71,47 @@ TraceInOpt = Annotated[
     Path | None, typer.Option("--trace-in", help="replay a recorded trace instead of a world")
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="concurrent worker tasks")]
+
+
+class LogLevel(enum.StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class LogFormat(enum.StrEnum):
+    auto = "auto"
+    json = "json"
+    console = "console"
+
+
+LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="least severe level logged")]
+LogFormatOpt = Annotated[
+    LogFormat,
+    typer.Option(
+        "--log-format",
+        help="json: one JSON object per line; console: key=value; auto: console on a terminal",
+    ),
+]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"crawlsched {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """crawlsched: a streaming crawl scheduler (near-optimal freshness under a budget)."""
 
 
 def _world(
@@ -128,15 +172,20 @@ def serve(
         Path | None,
         typer.Option("--ssl-certfile", help="TLS: certificate chain (PEM), with --ssl-keyfile"),
     ] = None,
+    log_level: LogLevelOpt = LogLevel.info,
+    log_format: LogFormatOpt = LogFormat.auto,
 ) -> None:
     """Run the HTTP service (configuration from CRAWLSCHED_* environment variables).
 
-    Without a token configured it binds only to loopback unless --insecure.
+    Without a token configured it binds only to loopback unless --insecure.  Logs
+    (uvicorn's too) are structured, one line per record, each request's with its
+    request id; every request is logged at the ``info`` level.
     """
     import uvicorn
 
     from service.app import create_app
 
+    setup_logging(log_level.value, log_format.value)
     settings = get_settings()
     check_tls(ssl_keyfile, ssl_certfile)
     if check_bind(host, settings, insecure=insecure):
@@ -151,7 +200,9 @@ def serve(
         port=port,
         ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),
         ssl_certfile=None if ssl_certfile is None else str(ssl_certfile),
-        log_config=log_config(),
+        log_config=logging_config(log_level.value, log_format.value),
+        log_level=log_level.value,
+        access_log=False,  # the service logs each request itself, with its request id
     )
 
 
