@@ -22,7 +22,14 @@ from typing import Any, Literal
 import structlog
 from structlog.types import Processor
 
-__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_structlog", "logging_config", "setup_logging"]
+__all__ = [
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "configure_structlog",
+    "formatter",
+    "logging_config",
+    "setup_logging",
+]
 
 LogFormat = Literal["auto", "json", "console"]
 LOG_FORMATS: tuple[str, ...] = ("auto", "json", "console")
@@ -56,24 +63,41 @@ def configure_structlog() -> None:
     )
 
 
-def _renderer(fmt: LogFormat) -> Processor:
-    console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
-    if console:
-        return structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-    return structlog.processors.JSONRenderer()
+def formatter(fmt: LogFormat = "auto") -> logging.Formatter:
+    """The formatter of every record: structlog's and stdlib's alike.
+
+    Parameters
+    ----------
+    fmt : {"auto", "json", "console"}
+        One JSON object per line, or ``key=value`` for people; ``auto``: ``console``
+        when stderr is a terminal.
+
+    Raises
+    ------
+    ValueError
+        On an unknown format.
+    """
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
+    tty = sys.stderr.isatty()
+    render: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
+    if fmt == "console" or (fmt == "auto" and tty):
+        render.append(structlog.dev.ConsoleRenderer(colors=tty))
+    else:
+        render += [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+    return structlog.stdlib.ProcessorFormatter(processors=render, foreign_pre_chain=_SHARED)
 
 
 def logging_config(level: str = "info", fmt: LogFormat = "auto") -> dict[str, Any]:
     """A :func:`logging.config.dictConfig` mapping: every logger (uvicorn's, the
-    service's, structlog's) to stderr through one structlog formatter.
+    service's, structlog's) to stderr through one :func:`formatter`.
 
     Parameters
     ----------
     level : {"debug", "info", "warning", "error", "critical"}
         The root level.
     fmt : {"auto", "json", "console"}
-        One JSON object per line, or ``key=value`` for people; ``auto``: ``console``
-        on a terminal.
+        As in :func:`formatter`.
 
     Raises
     ------
@@ -82,24 +106,11 @@ def logging_config(level: str = "info", fmt: LogFormat = "auto") -> dict[str, An
     """
     if level.lower() not in LOG_LEVELS:
         raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
-    if fmt not in LOG_FORMATS:
-        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {fmt!r}")
-    pre_chain: list[Processor] = list(_SHARED)
-    renderer = _renderer(fmt)
-    render: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
-    if isinstance(renderer, structlog.processors.JSONRenderer):
-        render.append(structlog.processors.format_exc_info)  # the traceback as a string
-    render.append(renderer)
+    formatter(fmt)  # refuses an unknown format now, not inside dictConfig
     return {
         "version": 1,
         "disable_existing_loggers": False,
-        "formatters": {
-            "structlog": {
-                "()": structlog.stdlib.ProcessorFormatter,
-                "processors": render,
-                "foreign_pre_chain": pre_chain,
-            }
-        },
+        "formatters": {"structlog": {"()": formatter, "fmt": fmt}},
         "handlers": {
             "default": {
                 "class": "logging.StreamHandler",
