@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import structlog
 from fastapi import FastAPI
@@ -32,7 +32,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.logs import configure_structlog
 from service.metrics import Metrics
 
-__all__ = ["REQUEST_ID_HEADER", "RequestObservation", "install", "request_id_of"]
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "RequestObservation",
+    "flat_routes",
+    "install",
+    "request_id_of",
+]
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _HEADER = REQUEST_ID_HEADER.lower().encode()
@@ -52,6 +58,17 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
+def flat_routes(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes of a router, those of included routers too (recent FastAPI keeps an
+    included router as one lazy entry; the service includes its routers unprefixed)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from flat_routes(inner.routes)
+        else:
+            yield route
+
+
 def _route_template(scope: Scope, routes: Sequence[BaseRoute]) -> str:
     """The template of the route that served (or would serve) the request."""
     route = scope.get("route")
@@ -60,7 +77,7 @@ def _route_template(scope: Scope, routes: Sequence[BaseRoute]) -> str:
         return path
     # answered before routing (the authentication gate): match as the router would
     partial = None
-    for candidate in routes:
+    for candidate in flat_routes(routes):
         match, _ = candidate.matches(scope)
         if match is Match.FULL:
             return str(getattr(candidate, "path", UNMATCHED))

@@ -149,3 +149,31 @@ async def test_learner_exports_the_freshness_estimate_and_its_lag(
     cycled = after[("crawlsched_learner_last_cycle_timestamp_seconds", ())]
     assert 0 < cycled <= passed
     assert after[("crawlsched_learner_cycle_duration_seconds", ())] >= 0
+
+
+async def test_refused_requests_count_under_their_route() -> None:
+    from pydantic import SecretStr
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    app = create_app(Settings(auth_tokens=SecretStr("read:r1,worker:w1")), clock=ManualClock(0.0))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as api:
+        answer = await api.get("/next", headers={"X-Request-ID": "denied-1"})
+        assert answer.status_code == 401 and answer.headers["X-Request-ID"] == "denied-1"
+        assert (await api.get("/urls/https://a.example/x")).status_code == 401
+        samples = await _samples_as(api, "r1")
+    assert _count(samples, route="/next", method="GET", status="4xx") == 1
+    assert _count(samples, route="/urls/{url:path}", method="GET", status="4xx") == 1
+
+
+async def _samples_as(
+    api: httpx.AsyncClient, token: str
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = (await api.get("/metrics", headers={"Authorization": f"Bearer {token}"})).text
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
