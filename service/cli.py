@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -22,7 +21,7 @@ from service.client import CrawlschedClient, CrawlschedError
 from service.errors import ConfigError
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
-from service.loadgen.runner import LoadgenOptions, run_loadgen
+from service.loadgen.runner import LoadgenOptions, RunRecord, run_loadgen
 from service.loadgen.worldfile import (
     TraceError,
     default_spec_toml,
@@ -30,10 +29,11 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
-from service.logs import logging_config, setup_logging
+from service.logs import LogFormat, LogLevel, logging_config, setup_logging
+from service.progress import policy_progress
 from service.serving import check_bind, check_tls
 from service.settings import check_environment, get_settings
-from service.sim_runner import run_simulation
+from service.sim_runner import SimulationRecord, run_simulation
 from service.simulation import ParamMode
 from service.store.redis.local import LocalRedis
 
@@ -71,19 +71,13 @@ TraceInOpt = Annotated[
     Path | None, typer.Option("--trace-in", help="replay a recorded trace instead of a world")
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="concurrent worker tasks")]
-
-
-class LogLevel(enum.StrEnum):
-    debug = "debug"
-    info = "info"
-    warning = "warning"
-    error = "error"
-
-
-class LogFormat(enum.StrEnum):
-    auto = "auto"
-    json = "json"
-    console = "console"
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="write an HTML page with plots to this directory (needs crawlsched[report])",
+    ),
+]
 
 
 LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="least severe level logged")]
@@ -145,11 +139,16 @@ def _finish(report: LoadgenReport, json_path: Path | None) -> None:
 
 
 async def _drive(
-    base_url: str, world: World, workers: int, params: str, token: str | None
+    base_url: str,
+    world: World,
+    workers: int,
+    params: str,
+    token: str | None,
+    record: RunRecord | None = None,
 ) -> LoadgenReport:
     async with CrawlschedClient(base_url, token=token) as client:
         options = LoadgenOptions(workers=workers, params=params)
-        return await run_loadgen(world, client, options, log=console.print)
+        return await run_loadgen(world, client, options, log=console.print, record=record)
 
 
 @app.command()
@@ -262,9 +261,17 @@ def demo(
         ),
     ] = "memory",
     params: ParamsOpt = ParamMode.learned,
+    report_dir: ReportOpt = None,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="least severe level the service logs")
+    ] = LogLevel.warning,
 ) -> None:
     """Start the service (in-memory store by default) and run the load generator against it."""
     check_environment()
+    if report_dir is not None:
+        from service.html_report import prepare_report_dir
+
+        prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
     w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
     cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * DAY_S
@@ -272,16 +279,28 @@ def demo(
         raise typer.BadParameter(
             "must be `memory`, `redis` or a redis:// URL", param_hint="--store"
         )
+    record = RunRecord()
     with contextlib.ExitStack() as stack:
         if store == "redis":
             store = stack.enter_context(LocalRedis()).url
             console.print(f"started a private redis-server at {store}")
-        report = _demo(w, speed, cap_s, store, workers, params.value)
+        report = _demo(w, speed, cap_s, store, workers, params.value, record, log_level.value)
     _finish(report, json_path)
+    if report_dir is not None:
+        from service.reports import write_demo_report
+
+        console.print(f"report written to {write_demo_report(report_dir, w, report, record)}")
 
 
 def _demo(
-    w: World, speed: float, cap_s: float, store: str, workers: int, params: str
+    w: World,
+    speed: float,
+    cap_s: float,
+    store: str,
+    workers: int,
+    params: str,
+    record: RunRecord | None = None,
+    log_level: str = "warning",
 ) -> LoadgenReport:
     token = secrets.token_urlsafe(32)  # the run's own admin token
     env = {
@@ -299,8 +318,8 @@ def _demo(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
         f"revisit cap {cap_s / DAY_S:g} days"
     )
-    with served_app(env) as base_url:
-        return asyncio.run(_drive(base_url, w, workers, params, token))
+    with served_app(env, log_level=log_level) as base_url:
+        return asyncio.run(_drive(base_url, w, workers, params, token, record))
 
 
 def _bandwidth(text: str | None) -> Bandwidth | None:
@@ -348,25 +367,45 @@ def simulate_cmd(
     ] = 0.0,
     params: ParamsOpt = ParamMode.learned,
     json_path: JsonOpt = None,
+    report_dir: ReportOpt = None,
+    log_level: LogLevelOpt = LogLevel.warning,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="show a progress bar")
+    ] = True,
 ) -> None:
     """Run policies in process on a simulated world and compare them with the optimum."""
+    setup_logging(log_level.value)
+    if report_dir is not None:
+        from service.html_report import prepare_report_dir
+
+        prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
     w = _draw(world, seed, no_signals)
-    report = run_simulation(
-        w,
-        policy or ["crawlsched", "greedy", "greedy-ncis"],
-        seed=w.seed,
-        crawls_per_step=crawls_per_step,
-        host_limits=host_limits,
-        bandwidth=_bandwidth(bandwidth),
-        signal_discard_s=signal_discard_s,
-        rescore_every_s=rescore_every_s,
-        params=params.value,
-        log=console.print,
-    )
+    names = policy or ["crawlsched", "greedy", "greedy-ncis"]
+    record = SimulationRecord() if report_dir is not None else None
+    with policy_progress(names, console, show=progress) as advance:
+        report = run_simulation(
+            w,
+            names,
+            seed=w.seed,
+            crawls_per_step=crawls_per_step,
+            host_limits=host_limits,
+            bandwidth=_bandwidth(bandwidth),
+            signal_discard_s=signal_discard_s,
+            rescore_every_s=rescore_every_s,
+            params=params.value,
+            log=console.print,
+            progress=advance,
+            record=record,
+        )
     report.print(Console())
     if json_path is not None:
         report.write_json(json_path)
         console.print(f"report written to {json_path}")
+    if report_dir is not None and record is not None:
+        from service.reports import write_simulation_report
+
+        page = write_simulation_report(report_dir, w, report, record)
+        console.print(f"report written to {page}")
 
 
 @app.command("world")

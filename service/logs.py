@@ -14,10 +14,11 @@ level (:func:`logging_config`, given to uvicorn, or :func:`setup_logging`).
 
 from __future__ import annotations
 
+import enum
 import logging
 import logging.config
 import sys
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from structlog.types import Processor
@@ -25,15 +26,35 @@ from structlog.types import Processor
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "LogFormat",
+    "LogLevel",
     "configure_structlog",
     "formatter",
     "logging_config",
     "setup_logging",
 ]
 
-LogFormat = Literal["auto", "json", "console"]
 LOG_FORMATS: tuple[str, ...] = ("auto", "json", "console")
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "warning", "error", "critical")
+
+
+class LogLevel(enum.StrEnum):
+    """The least severe level logged (the commands' ``--log-level``)."""
+
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+class LogFormat(enum.StrEnum):
+    """``json``: one JSON object per line; ``console``: key=value; ``auto``: console on
+    a terminal (the commands' ``--log-format``)."""
+
+    auto = "auto"
+    json = "json"
+    console = "console"
+
 
 #: What both structlog's and stdlib's records get before rendering.
 _SHARED: list[Processor] = [
@@ -63,7 +84,7 @@ def configure_structlog() -> None:
     )
 
 
-def formatter(fmt: LogFormat = "auto") -> logging.Formatter:
+def formatter(fmt: str = "auto") -> logging.Formatter:
     """The formatter of every record: structlog's and stdlib's alike.
 
     Parameters
@@ -88,7 +109,7 @@ def formatter(fmt: LogFormat = "auto") -> logging.Formatter:
     return structlog.stdlib.ProcessorFormatter(processors=render, foreign_pre_chain=_SHARED)
 
 
-def logging_config(level: str = "info", fmt: LogFormat = "auto") -> dict[str, Any]:
+def logging_config(level: str = "info", fmt: str = "auto") -> dict[str, Any]:
     """A :func:`logging.config.dictConfig` mapping: every logger (uvicorn's, the
     service's, structlog's) to stderr through one :func:`formatter`.
 
@@ -127,7 +148,7 @@ def logging_config(level: str = "info", fmt: LogFormat = "auto") -> dict[str, An
     }
 
 
-def setup_logging(level: str = "info", fmt: LogFormat = "auto") -> None:
+def setup_logging(level: str = "info", fmt: str = "auto") -> None:
     """Configure stdlib logging and structlog for a command (see :func:`logging_config`).
 
     Raises

@@ -7,6 +7,7 @@ schedule against it.
 
 from scheduler_core.sim.evaluate import (
     FreshnessReport,
+    freshness_over_time,
     round_robin_freshness,
     round_robin_schedule,
     schedule_freshness,
@@ -24,6 +25,7 @@ __all__ = [
     "FreshnessReport",
     "World",
     "WorldSpec",
+    "freshness_over_time",
     "round_robin_freshness",
     "round_robin_schedule",
     "schedule_freshness",
