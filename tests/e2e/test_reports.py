@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from scheduler_core.sim import World
 from service.cli import main
 from service.loadgen.report import LoadgenReport
+from service.loadgen.worldfile import load_spec
+from service.sim_runner import SimulationRecord, run_simulation
 
 PNG = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("freshness.png", "allocation.png", "lambda0.png")
@@ -39,8 +42,8 @@ def test_simulate_report_writes_the_page_and_its_figures(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "report"
-    args = ["simulate", "--world", str(_world(tmp_path)), "-p", "crawlsched", "-p", "greedy",
-            "--crawls-per-step", "2", "--report", str(out)]  # fmt: skip
+    args = ["simulate", "--world", str(_world(tmp_path)), "-p", "greedy", "-p", "uniform",
+            "--report", str(out)]  # fmt: skip
     assert main(args) == 0
     page = _check_page(out)
     printed = capsys.readouterr().out
@@ -53,7 +56,26 @@ def test_simulate_report_writes_the_page_and_its_figures(
     assert said.group(0) in page  # the page says what the terminal said
     greedy, best, turn = (float(x) for x in said.groups())
     assert turn < greedy <= best + 0.05
-    assert "<td>crawlsched</td>" in page and "<td>greedy</td>" in page
+    assert "<td>greedy</td>" in page and "<td>uniform</td>" in page
+
+
+def test_simulation_record_samples_the_services_lambda0(tmp_path: Path) -> None:
+    world = World.generate(load_spec(_world(tmp_path)))
+    record = SimulationRecord()
+    seen: dict[str, list[float]] = {}
+    report = run_simulation(
+        world, ["crawlsched", "greedy"], crawls_per_step=2, record=record,
+        progress=lambda name, share: seen.setdefault(name, []).append(share),
+    )  # fmt: skip
+    assert set(record.results) == {"crawlsched", "greedy"} == set(seen)
+    assert all(shares[-1] == 1.0 and shares == sorted(shares) for shares in seen.values())
+    samples = record.lambda0["crawlsched"]  # the service's policy only
+    assert set(record.lambda0) == {"crawlsched"} and len(samples) >= 10
+    times = [t for t, _ in samples]
+    assert times == sorted(times) and times[-1] <= world.duration_s
+    assert all(lam > 0 for _, lam in samples)
+    assert samples[-1][1] == pytest.approx(report.rows[0].lambda0_online, rel=0.5)
+    assert record.optimum is not None and record.optimum.rates.shape == (len(world.urls),)
 
 
 @pytest.mark.slow

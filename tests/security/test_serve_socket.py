@@ -27,7 +27,7 @@ from service.client import CrawlschedClient, CrawlschedError
 from service.ports import free_port
 from service.store.redis.local import LocalRedis
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # each test starts `crawlsched serve`
 
 CRAWLSCHED = Path(sysconfig.get_path("scripts")) / "crawlsched"
 BODY = {"urls": [{"url": "https://a.example/1"}]}
