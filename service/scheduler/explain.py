@@ -86,7 +86,8 @@ def _retry(f: Facts) -> str:
     n = f.state.fetch_errors
     return (
         f"its last fetch failed ({n} failed fetch{'es' if n > 1 else ''} so far): it is "
-        f"tried again {hz.duration(f.retry_delay_s)} after the failure"
+        f"tried again {hz.duration(f.retry_delay_s)} after the failure (without the failure "
+        f"it was due at {hz.iso_time(f.model_due)})"
     )
 
 

@@ -169,9 +169,11 @@ async def test_failed_fetch_branch_says_retry_not_waiting(
     assert e["fetch_errors"] == 1
     assert e["due_in_s"] == pytest.approx(RETRY_S)
     assert e["due_reason"] == "fetch_retry"
+    model_due = T0 if not crawled else T0 - 10 * DAY + e["threshold_s"]
     assert e["decision"] == (
         "its last fetch failed (1 failed fetch so far): it is tried again 1 h after the "
-        f"failure; due in 1 h, at {_iso(clock.now() + RETRY_S)}"
+        f"failure (without the failure it was due at {_iso(model_due)}); "
+        f"due in 1 h, at {_iso(clock.now() + RETRY_S)}"
     )
     assert "waiting for a worker" not in e["decision"]
     clock.advance(RETRY_S + 1.0)  # the retry is due: now a worker may take it
