@@ -8,9 +8,19 @@ indexes.
 
 from __future__ import annotations
 
+import enum
 import math
 
-__all__ = ["due_time", "value_due_time"]
+__all__ = ["DueCause", "due_time", "due_time_and_cause", "value_due_time"]
+
+
+class DueCause(enum.StrEnum):
+    """Which rule of :func:`due_time` set a URL's due time."""
+
+    REGISTERED = "registered"  #: never crawled: due from its registration
+    VALUE = "value"  #: its crawl value reaches the threshold, t_last + ι − β·n
+    REVISIT_CAP = "revisit_cap"  #: the revisit cap comes before the value's due time
+    NOT_WORTH = "not_worth"  #: ι = ∞ (W/Δ ≤ Λ): only the revisit cap brings it back
 
 
 def due_time(
@@ -56,8 +66,47 @@ def due_time(
     ...          last_signal_at=120.0, max_revisit_s=1e6)
     130.0
     """
+    return due_time_and_cause(
+        last_crawl_at=last_crawl_at,
+        registered_at=registered_at,
+        threshold_s=threshold_s,
+        signal_time_equivalent_s=signal_time_equivalent_s,
+        signals_since_crawl=signals_since_crawl,
+        last_signal_at=last_signal_at,
+        max_revisit_s=max_revisit_s,
+    )[0]
+
+
+def due_time_and_cause(
+    *,
+    last_crawl_at: float | None,
+    registered_at: float,
+    threshold_s: float,
+    signal_time_equivalent_s: float,
+    signals_since_crawl: int,
+    last_signal_at: float | None,
+    max_revisit_s: float,
+) -> tuple[float, DueCause]:
+    """:func:`due_time` and the rule that set it (parameters as there).
+
+    Returns
+    -------
+    due_at : float
+        The due time, Unix s.
+    cause : DueCause
+        ``REGISTERED`` (never crawled), ``VALUE`` (t_last + ι − β·n, at or before
+        the cap), ``REVISIT_CAP`` (the cap, before a finite value due time) or
+        ``NOT_WORTH`` (the cap, ι = ∞).
+
+    Examples
+    --------
+    >>> due_time_and_cause(last_crawl_at=100.0, registered_at=0.0, threshold_s=float("inf"),
+    ...                    signal_time_equivalent_s=0.0, signals_since_crawl=0,
+    ...                    last_signal_at=None, max_revisit_s=1e3)
+    (1100.0, <DueCause.NOT_WORTH: 'not_worth'>)
+    """
     if last_crawl_at is None:
-        return registered_at
+        return registered_at, DueCause.REGISTERED
     uncapped = value_due_time(
         last_crawl_at=last_crawl_at,
         threshold_s=threshold_s,
@@ -65,7 +114,12 @@ def due_time(
         signals_since_crawl=signals_since_crawl,
         last_signal_at=last_signal_at,
     )
-    return min(uncapped, last_crawl_at + max_revisit_s)
+    cap = last_crawl_at + max_revisit_s
+    if math.isinf(uncapped):
+        return cap, DueCause.NOT_WORTH
+    if uncapped <= cap:
+        return uncapped, DueCause.VALUE
+    return cap, DueCause.REVISIT_CAP
 
 
 def value_due_time(

@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from service import __version__, auth
+from service import __version__, auth, observability
 from service.clock import AcceleratedClock, Clock, ManualClock, SystemClock
 from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthenticated
 from service.metrics import Metrics
@@ -139,6 +139,7 @@ def create_app(
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)
     auth.install(app, auth.TokenTable(settings.auth_pairs()))  # no token: authentication off
+    observability.install(app, metrics)  # outermost: request ids, durations, access log
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
     for module in (urls, events, dispatch, ops):

@@ -16,11 +16,12 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.policies import POLICY_NAMES
 from scheduler_core.sim import DAY_S, World, WorldSpec
 from scheduler_core.sim.bandwidth import Bandwidth
+from service import __version__
 from service.client import CrawlschedClient, CrawlschedError
 from service.errors import ConfigError
 from service.loadgen.demo import served_app
 from service.loadgen.report import LoadgenReport
-from service.loadgen.runner import LoadgenOptions, run_loadgen
+from service.loadgen.runner import LoadgenOptions, RunRecord, run_loadgen
 from service.loadgen.worldfile import (
     PRESETS,
     TraceError,
@@ -29,9 +30,11 @@ from service.loadgen.worldfile import (
     read_trace,
     write_trace,
 )
-from service.serving import check_bind, check_tls, log_config
+from service.logs import LogFormat, LogLevel, logging_config, setup_logging
+from service.progress import policy_progress
+from service.serving import check_bind, check_tls
 from service.settings import check_environment, get_settings
-from service.sim_runner import run_simulation
+from service.sim_runner import SimulationRecord, run_simulation
 from service.simulation import ParamMode
 from service.store.redis.local import LocalRedis
 
@@ -72,6 +75,41 @@ TraceInOpt = Annotated[
     Path | None, typer.Option("--trace-in", help="replay a recorded trace instead of a world")
 ]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="concurrent worker tasks")]
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="write an HTML page with plots to this directory (needs crawlsched[report])",
+    ),
+]
+
+
+LogLevelOpt = Annotated[LogLevel, typer.Option("--log-level", help="least severe level logged")]
+LogFormatOpt = Annotated[
+    LogFormat,
+    typer.Option(
+        "--log-format",
+        help="json: one JSON object per line; console: key=value; auto: console on a terminal",
+    ),
+]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"crawlsched {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="print the version and exit"
+        ),
+    ] = False,
+) -> None:
+    """crawlsched: a streaming crawl scheduler (near-optimal freshness under a budget)."""
 
 
 def _world(
@@ -105,11 +143,16 @@ def _finish(report: LoadgenReport, json_path: Path | None) -> None:
 
 
 async def _drive(
-    base_url: str, world: World, workers: int, params: str, token: str | None
+    base_url: str,
+    world: World,
+    workers: int,
+    params: str,
+    token: str | None,
+    record: RunRecord | None = None,
 ) -> LoadgenReport:
     async with CrawlschedClient(base_url, token=token) as client:
         options = LoadgenOptions(workers=workers, params=params)
-        return await run_loadgen(world, client, options, log=console.print)
+        return await run_loadgen(world, client, options, log=console.print, record=record)
 
 
 @app.command()
@@ -132,15 +175,20 @@ def serve(
         Path | None,
         typer.Option("--ssl-certfile", help="TLS: certificate chain (PEM), with --ssl-keyfile"),
     ] = None,
+    log_level: LogLevelOpt = LogLevel.info,
+    log_format: LogFormatOpt = LogFormat.auto,
 ) -> None:
     """Run the HTTP service (configuration from CRAWLSCHED_* environment variables).
 
-    Without a token configured it binds only to loopback unless --insecure.
+    Without a token configured it binds only to loopback unless --insecure.  Logs
+    (uvicorn's too) are structured, one line per record, each request's with its
+    request id; every request is logged at the ``info`` level.
     """
     import uvicorn
 
     from service.app import create_app
 
+    setup_logging(log_level.value, log_format.value)
     settings = get_settings()
     check_tls(ssl_keyfile, ssl_certfile)
     if check_bind(host, settings, insecure=insecure):
@@ -155,7 +203,9 @@ def serve(
         port=port,
         ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),
         ssl_certfile=None if ssl_certfile is None else str(ssl_certfile),
-        log_config=log_config(),
+        log_config=logging_config(log_level.value, log_format.value),
+        log_level=log_level.value,
+        access_log=False,  # the service logs each request itself, with its request id
     )
 
 
@@ -215,9 +265,17 @@ def demo(
         ),
     ] = "memory",
     params: ParamsOpt = ParamMode.learned,
+    report_dir: ReportOpt = None,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="least severe level the service logs")
+    ] = LogLevel.warning,
 ) -> None:
     """Start the service (in-memory store by default) and run the load generator against it."""
     check_environment()
+    if report_dir is not None:
+        from service.html_report import prepare_report_dir
+
+        prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
     w = _world(world, seed, no_signals, trace_in, trace_out)
     speed = w.duration_s / wall_seconds
     cap_s = w.duration_s if max_revisit_days is None else max_revisit_days * DAY_S
@@ -225,16 +283,28 @@ def demo(
         raise typer.BadParameter(
             "must be `memory`, `redis` or a redis:// URL", param_hint="--store"
         )
+    record = RunRecord()
     with contextlib.ExitStack() as stack:
         if store == "redis":
             store = stack.enter_context(LocalRedis()).url
             console.print(f"started a private redis-server at {store}")
-        report = _demo(w, speed, cap_s, store, workers, params.value)
+        report = _demo(w, speed, cap_s, store, workers, params.value, record, log_level.value)
     _finish(report, json_path)
+    if report_dir is not None:
+        from service.reports import write_demo_report
+
+        console.print(f"report written to {write_demo_report(report_dir, w, report, record)}")
 
 
 def _demo(
-    w: World, speed: float, cap_s: float, store: str, workers: int, params: str
+    w: World,
+    speed: float,
+    cap_s: float,
+    store: str,
+    workers: int,
+    params: str,
+    record: RunRecord | None = None,
+    log_level: str = "warning",
 ) -> LoadgenReport:
     token = secrets.token_urlsafe(32)  # the run's own admin token
     env = {
@@ -252,8 +322,8 @@ def _demo(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
         f"revisit cap {cap_s / DAY_S:g} days"
     )
-    with served_app(env) as base_url:
-        return asyncio.run(_drive(base_url, w, workers, params, token))
+    with served_app(env, log_level=log_level) as base_url:
+        return asyncio.run(_drive(base_url, w, workers, params, token, record))
 
 
 def _bandwidth(text: str | None) -> Bandwidth | None:
@@ -301,25 +371,45 @@ def simulate_cmd(
     ] = 0.0,
     params: ParamsOpt = ParamMode.learned,
     json_path: JsonOpt = None,
+    report_dir: ReportOpt = None,
+    log_level: LogLevelOpt = LogLevel.warning,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="show a progress bar")
+    ] = True,
 ) -> None:
     """Run policies in process on a simulated world and compare them with the optimum."""
+    setup_logging(log_level.value)
+    if report_dir is not None:
+        from service.html_report import prepare_report_dir
+
+        prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
     w = _draw(world, seed, no_signals)
-    report = run_simulation(
-        w,
-        policy or ["crawlsched", "greedy", "greedy-ncis"],
-        seed=w.seed,
-        crawls_per_step=crawls_per_step,
-        host_limits=host_limits,
-        bandwidth=_bandwidth(bandwidth),
-        signal_discard_s=signal_discard_s,
-        rescore_every_s=rescore_every_s,
-        params=params.value,
-        log=console.print,
-    )
+    names = policy or ["crawlsched", "greedy", "greedy-ncis"]
+    record = SimulationRecord() if report_dir is not None else None
+    with policy_progress(names, console, show=progress) as advance:
+        report = run_simulation(
+            w,
+            names,
+            seed=w.seed,
+            crawls_per_step=crawls_per_step,
+            host_limits=host_limits,
+            bandwidth=_bandwidth(bandwidth),
+            signal_discard_s=signal_discard_s,
+            rescore_every_s=rescore_every_s,
+            params=params.value,
+            log=console.print,
+            progress=advance,
+            record=record,
+        )
     report.print(Console())
     if json_path is not None:
         report.write_json(json_path)
         console.print(f"report written to {json_path}")
+    if report_dir is not None and record is not None:
+        from service.reports import write_simulation_report
+
+        page = write_simulation_report(report_dir, w, report, record)
+        console.print(f"report written to {page}")
 
 
 @app.command("webfarm")

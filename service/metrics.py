@@ -1,16 +1,33 @@
-"""Prometheus metrics of one app (its own registry, so apps do not share state)."""
+"""Prometheus metrics of one app (its own registry, so apps do not share state).
+
+What each family means, and the PromQL that reads it, is listed in
+``docs/operations.md`` ("Metrics"); the Grafana dashboard in ``deploy/grafana``
+draws them.  Families fed elsewhere:
+
+- request durations: :mod:`service.observability` (every request, by route template);
+- dispatch and event counters: the use cases in :mod:`service.scheduler`;
+- the store snapshot (backlog, leases, λ₀, λ_h): taken when ``/metrics`` is scraped;
+- the learner's figures (freshness estimate, when its last pass and cycle ended):
+  :mod:`service.scheduler.learning`, in the process that holds the learner role.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from service.store.base import StoreStats
 
-__all__ = ["Metrics"]
+__all__ = ["LearnerStatus", "Metrics", "REQUEST_BUCKETS_S"]
+
+#: Upper bounds of the request-duration histogram, s (1 ms to 10 s).
+REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class _StoreCollector(Collector):
@@ -46,6 +63,60 @@ class _StoreCollector(Collector):
         yield lam_h
 
 
+@dataclass
+class LearnerStatus:
+    """What the learner's background passes last reported (wall-clock Unix s)."""
+
+    pass_completed_at: float | None = None
+    cycle_completed_at: float | None = None
+    cycle_duration_s: float | None = None
+    freshness: float | None = None  # Σ W·P(fresh) / Σ W at the last completed cycle
+    urls_seen: int = 0  # URLs the last completed cycle read
+
+
+class _LearnerCollector(Collector):
+    """The learner's figures; absent until the learner has reported them (a replica
+    that does not hold the learner role exports none)."""
+
+    def __init__(self, status: LearnerStatus) -> None:
+        self.status = status
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.status
+        families = (
+            (
+                "crawlsched_learner_last_pass_timestamp_seconds",
+                "Wall time the learner's last background pass ended, Unix s",
+                s.pass_completed_at,
+            ),
+            (
+                "crawlsched_learner_last_cycle_timestamp_seconds",
+                "Wall time the learner last finished a cycle over every host, Unix s",
+                s.cycle_completed_at,
+            ),
+            (
+                "crawlsched_learner_cycle_duration_seconds",
+                "Wall seconds the learner's last complete cycle over every host took",
+                s.cycle_duration_s,
+            ),
+            (
+                "crawlsched_freshness_estimate",
+                "The model's estimate of current freshness, Σ W·P(fresh) / Σ W over "
+                "registered URLs, P(fresh) = exp(−α τeff), at the learner's last cycle",
+                s.freshness,
+            ),
+        )
+        for name, text, value in families:
+            if value is not None and not math.isnan(value):
+                yield GaugeMetricFamily(name, text, value=value)
+        if s.cycle_completed_at is not None:
+            yield GaugeMetricFamily(
+                "crawlsched_learner_cycle_urls",
+                "URLs the learner's last complete cycle read",
+                value=s.urls_seen,
+            )
+
+
 class Metrics:
     """Counters the use cases increment, and the store snapshot /metrics exposes."""
 
@@ -59,6 +130,11 @@ class Metrics:
         )
         self.dispatched = Counter(
             "crawlsched_dispatched", "URLs handed out by /next", registry=self.registry
+        )
+        self.dispatch_requested = Counter(
+            "crawlsched_dispatch_requested",
+            "URLs asked for by /next (the sum of n): the capacity workers offer",
+            registry=self.registry,
         )
         self.dispatch_shortfall = Counter(
             "crawlsched_dispatch_shortfall",
@@ -78,8 +154,48 @@ class Metrics:
             "background passes over the hosts' estimates",
             registry=self.registry,
         )
+        self.requests = Histogram(
+            "crawlsched_http_request_duration_seconds",
+            "Wall time from request to the end of the response, by route template, "
+            "method and status class",
+            ["route", "method", "status"],
+            buckets=REQUEST_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.relearn_queue = Gauge(
+            "crawlsched_relearn_queue_urls",
+            "URLs whose events wait for re-estimation in this process",
+            registry=self.registry,
+        )
+        self.learner = LearnerStatus()
         self._store = _StoreCollector()
         self.registry.register(self._store)
+        self.registry.register(_LearnerCollector(self.learner))
+
+    def watch_relearn_queue(self, length: Callable[[], float]) -> None:
+        """Report ``length()`` as the relearn queue's length at every scrape."""
+        self.relearn_queue.set_function(length)
+
+    def learner_pass_done(self) -> None:
+        """Record the end of a learner pass (now, wall clock)."""
+        self.learner.pass_completed_at = time.time()
+
+    def learner_cycle_done(self, freshness: float, duration_s: float, urls: int) -> None:
+        """Record the end of a learner cycle over every host.
+
+        Parameters
+        ----------
+        freshness : float
+            Σ W·P(fresh) / Σ W over the URLs the cycle read (NaN: no weight).
+        duration_s : float
+            Wall seconds the cycle took.
+        urls : int
+            URLs it read.
+        """
+        self.learner.cycle_completed_at = time.time()
+        self.learner.cycle_duration_s = duration_s
+        self.learner.freshness = None if math.isnan(freshness) else freshness
+        self.learner.urls_seen = urls
 
     def render(self, stats: StoreStats) -> bytes:
         """Prometheus text exposition with ``stats`` as the store snapshot."""

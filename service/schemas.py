@@ -10,6 +10,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from service.explain_schemas import DueReason, ReadableExplanation
 from service.urls import MAX_URL_LENGTH, canonical_url
 
 __all__ = [
@@ -226,6 +227,8 @@ class UrlExplanation(BaseModel):
     fetch_errors: int
     learning: LearningOut
     decision: str
+    due_reason: DueReason = Field(description="the rule that set due_at; `decision` says it")
+    readable: ReadableExplanation = Field(description="times, durations and rates for people")
 
 
 class HostOut(BaseModel):

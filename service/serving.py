@@ -7,16 +7,14 @@ the app it then hands to uvicorn is built from those same settings.
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import ssl
 from pathlib import Path
-from typing import Any
 
 from service.errors import ConfigError
 from service.settings import Settings
 
-__all__ = ["check_bind", "check_tls", "is_loopback", "log_config"]
+__all__ = ["check_bind", "check_tls", "is_loopback"]
 
 
 def is_loopback(host: str) -> bool:
@@ -87,13 +85,3 @@ def check_tls(keyfile: Path | None, certfile: Path | None) -> None:
         raise ConfigError(
             f"cannot load the TLS certificate {certfile} with key {keyfile}: {reason}"
         ) from None
-
-
-def log_config() -> dict[str, Any]:
-    """uvicorn's logging configuration with the service's own loggers (``service.*``,
-    e.g. the memory store's startup warning) printed like uvicorn's."""
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["loggers"]["service"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
-    return config

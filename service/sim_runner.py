@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,12 @@ from rich.table import Table
 from scheduler_core.errors import ParameterError
 from scheduler_core.host_optimum import HostOptimum, solve_host_optimum
 from scheduler_core.policies import Policy, make_policy
-from scheduler_core.sim import DAY_S, World
+from scheduler_core.sim import DAY_S, FreshnessReport, World, round_robin_freshness
 from scheduler_core.sim.bandwidth import Bandwidth
-from scheduler_core.sim.simulator import problem_of, simulate
+from scheduler_core.sim.simulator import SimResult, problem_of, simulate
 from service.simulation import PARAM_MODES, ServicePolicy
 
-__all__ = ["PolicyRow", "SimulationReport", "build_policy", "run_simulation"]
+__all__ = ["PolicyRow", "SimulationRecord", "SimulationReport", "build_policy", "run_simulation"]
 
 #: The service's own code path.
 SERVICE = "crawlsched"
@@ -62,6 +63,17 @@ class SimulationReport:
     rows: list[PolicyRow] = field(default_factory=list)
     host_lambdas: dict[str, dict[str, float]] = field(default_factory=dict)
     solve_s: float = 0.0
+    round_robin: float = math.nan  # freshness of crawling in turn at the same budget
+
+    def sentences(self) -> list[str]:
+        """What the table means, in words (one sentence per policy)."""
+        best = self.optimum if self.optimum is not None else self.baseline
+        return [
+            f"{r.accuracy:.2f} of clicks found a fresh copy with {r.policy}; the best "
+            f"possible with this budget is {best:.2f}; crawling in turn gives "
+            f"{self.round_robin:.2f}."
+            for r in self.rows
+        ]
 
     def print(self, console: Console) -> None:
         """A rich table: each policy's freshness and its ratio to BASELINE."""
@@ -88,6 +100,8 @@ class SimulationReport:
                 f"{r.wall_s:.1f}",
             )
         console.print(table)
+        for sentence in self.sentences():
+            console.print(sentence)
         for r in self.rows:
             if r.lambda0_online is not None:
                 console.print(
@@ -99,6 +113,17 @@ class SimulationReport:
     def write_json(self, path: Path) -> None:
         """The report as JSON."""
         path.write_text(json.dumps(asdict(self), indent=2, default=_jsonable) + "\n")
+
+
+@dataclass
+class SimulationRecord:
+    """What a simulation leaves for the HTML report: each policy's run, the optima, and
+    λ₀ over time of the service's policies ((simulated s, λ₀) pairs)."""
+
+    results: dict[str, SimResult] = field(default_factory=dict)
+    baseline: HostOptimum | None = None
+    optimum: HostOptimum | None = None
+    lambda0: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 def _jsonable(x: object) -> object:
@@ -139,6 +164,37 @@ def build_policy(
     return make_policy(name, seed=seed, signal_discard_s=signal_discard_s)
 
 
+def _observer(
+    policy: Policy,
+    world: World,
+    progress: Callable[[str, float], None] | None,
+    record: SimulationRecord | None,
+) -> Callable[[float], None] | None:
+    """What :func:`simulate` calls now and then: report progress, and sample the service's
+    λ₀ for the record."""
+    samples: list[tuple[float, float]] | None = None
+    if record is not None and isinstance(policy, ServicePolicy):
+        samples = record.lambda0.setdefault(policy.name, [])
+    if progress is None and samples is None:
+        return None
+
+    def observe(share: float) -> None:
+        if progress is not None:
+            progress(policy.name, share)
+        if samples is not None and isinstance(policy, ServicePolicy) and share < 1.0:
+            t, lambda0 = policy.current_lambda0()
+            if lambda0 is not None:
+                samples.append((t, lambda0))
+
+    return observe
+
+
+def _accuracy(report: FreshnessReport) -> float:
+    """Click-weighted freshness, or the time-weighted one for a world without clicks."""
+    cw = report.click_weighted
+    return report.time_weighted if math.isnan(cw) else cw
+
+
 def _optimum(world: World, host_limits: bool, signals: bool) -> HostOptimum:
     problem = problem_of(world, host_limits=host_limits)
     return solve_host_optimum(
@@ -158,8 +214,13 @@ def run_simulation(
     rescore_every_s: float = 0.0,
     params: str = "learned",
     log: Any = None,
+    progress: Callable[[str, float], None] | None = None,
+    record: SimulationRecord | None = None,
 ) -> SimulationReport:
     """Run ``policies`` (names) on ``world`` and compare them with the optimum.
+
+    ``progress``, if given, is called now and then with a policy's name and the share
+    of its run done; ``record``, if given, is filled for the HTML report.
 
     Raises
     ------
@@ -198,9 +259,12 @@ def run_simulation(
         lambda0=best.lambda0,
         binding_hosts=int(best.binding.sum()),
         solve_s=time.perf_counter() - started,
+        round_robin=_accuracy(round_robin_freshness(world)),
     )
+    if record is not None:
+        record.baseline, record.optimum = base, best
     for policy in built:
-        if log is not None:
+        if log is not None and progress is None:
             log(f"running {policy.name} ...")
         res = simulate(
             world,
@@ -208,7 +272,10 @@ def run_simulation(
             crawls_per_step=crawls_per_step,
             bandwidth=bandwidth,
             host_limits=host_limits,
+            progress=_observer(policy, world, progress, record),
         )
+        if record is not None:
+            record.results[res.policy] = res
         online = policy.lambda0 if isinstance(policy, ServicePolicy) else None
         report.rows.append(
             PolicyRow(

@@ -280,6 +280,11 @@ class ServicePolicy(Policy):
         for chunk in _chunks(items):
             self._run(ingest_results(self.context, chunk))
 
+    def current_lambda0(self) -> tuple[float, float | None]:
+        """During a run: the simulated time (s) and the λ₀ the service tracks then."""
+        now = self._clock.now()
+        return now, self._run(self.context.store.stats(now, 0)).lambda0
+
     def finish(self) -> None:
         """Read the online λ₀ and λ_h, then close the event loop."""
         ctx, now = self.context, self._clock.now()

@@ -8,6 +8,7 @@ schedule against it.
 from scheduler_core.sim.dist import Dist
 from scheduler_core.sim.evaluate import (
     FreshnessReport,
+    freshness_over_time,
     round_robin_freshness,
     round_robin_schedule,
     schedule_freshness,
@@ -28,6 +29,7 @@ __all__ = [
     "HostOutages",
     "World",
     "WorldSpec",
+    "freshness_over_time",
     "round_robin_freshness",
     "round_robin_schedule",
     "schedule_freshness",

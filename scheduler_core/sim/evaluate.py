@@ -20,7 +20,13 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray
 from scheduler_core.sim.world import CLICK, IntArray, World
 
-__all__ = ["FreshnessReport", "round_robin_freshness", "round_robin_schedule", "schedule_freshness"]
+__all__ = [
+    "FreshnessReport",
+    "freshness_over_time",
+    "round_robin_freshness",
+    "round_robin_schedule",
+    "schedule_freshness",
+]
 
 # Tie order of the merged (url, time) sequence: a change at the time of a crawl
 # is fetched by it, a crawl at the time of a click serves it.
@@ -85,17 +91,8 @@ def schedule_freshness(
     Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness);
     ``MATH.md``, "Quantities" (objective).
     """
-    url = np.asarray(crawl_url, dtype=np.int64)
-    time = np.asarray(crawl_time, dtype=np.float64)
+    url, time = _checked(world, crawl_url, crawl_time)
     m = len(world.urls)
-    if url.shape != time.shape or url.ndim != 1:
-        raise ParameterError("`crawl_url` and `crawl_time` must be (c,) arrays of one length")
-    if url.size and (url.min() < 0 or url.max() >= m):
-        raise ParameterError("`crawl_url` must index the world's URLs")
-    if time.size and not (np.isfinite(time).all() and 0 <= time.min() <= time.max()):
-        raise ParameterError("`crawl_time` must lie in [0, duration]")
-    if time.size and time.max() > world.duration_s:
-        raise ParameterError("`crawl_time` must lie in [0, duration]")
     all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
     all_time = np.concatenate([np.zeros(m), time])
 
@@ -111,18 +108,33 @@ def schedule_freshness(
     )
 
 
-def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> tuple[int, int]:
-    """(fresh clicks, clicks) in [warm-up, duration); crawls include the fetches at 0.
+def _checked(
+    world: World, crawl_url: ArrayLike, crawl_time: ArrayLike
+) -> tuple[IntArray, FloatArray]:
+    """The schedule as (c,) int64 and float64 arrays, validated."""
+    url = np.asarray(crawl_url, dtype=np.int64)
+    time = np.asarray(crawl_time, dtype=np.float64)
+    m = len(world.urls)
+    if url.shape != time.shape or url.ndim != 1:
+        raise ParameterError("`crawl_url` and `crawl_time` must be (c,) arrays of one length")
+    if url.size and (url.min() < 0 or url.max() >= m):
+        raise ParameterError("`crawl_url` must index the world's URLs")
+    if time.size and not (np.isfinite(time).all() and 0 <= time.min() <= time.max()):
+        raise ParameterError("`crawl_time` must lie in [0, duration]")
+    if time.size and time.max() > world.duration_s:
+        raise ParameterError("`crawl_time` must lie in [0, duration]")
+    return url, time
 
-    Changes, crawls and clicks become integers ``((url·stride + rank)·4 + tie)``;
-    after one sort, a click is fresh iff the last change-or-crawl before it is a
-    crawl (the fetch at 0 opens every URL's run).
-    """
+
+def _event_keys(
+    world: World, crawl_url: IntArray, crawl_time: FloatArray
+) -> tuple[IntArray, IntArray, int]:
+    """Changes, crawls and clicks in [warm-up, duration) as integers
+    ``((url·stride + rank)·4 + tie)``, in that order (unsorted); the clicks'
+    positions in the event log; how many keys come before the clicks'."""
     log, index = world.events(), world.change_index
     start = int(np.searchsorted(log.time, world.warmup_s, side="left"))
     click_pos = start + np.flatnonzero(log.kind[start:] == CLICK)
-    if not click_pos.size:
-        return 0, 0
     stride = index.stride
     keys = np.concatenate(
         [
@@ -131,6 +143,18 @@ def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> 
             (log.url[click_pos] * stride + world.event_rank(click_pos)) * 4 + _BY_CLICK,
         ]
     )
+    return keys, click_pos, int(index.keys.size + crawl_url.size)
+
+
+def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> tuple[int, int]:
+    """(fresh clicks, clicks) in [warm-up, duration); crawls include the fetches at 0.
+
+    After one sort of :func:`_event_keys`, a click is fresh iff the last
+    change-or-crawl before it is a crawl (the fetch at 0 opens every URL's run).
+    """
+    keys, click_pos, _ = _event_keys(world, crawl_url, crawl_time)
+    if not click_pos.size:
+        return 0, 0
     keys.sort()
     tie = keys & 3
     del keys
@@ -138,6 +162,67 @@ def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> 
     last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
     fresh = int(np.count_nonzero(tie[last_reset[~resets]] == _BY_CRAWL))
     return fresh, int(click_pos.size)
+
+
+def freshness_over_time(
+    world: World, crawl_url: ArrayLike, crawl_time: ArrayLike, bins: int
+) -> tuple[FloatArray, FloatArray, IntArray]:
+    """Click-weighted freshness of a schedule in ``bins`` equal spans of [warm-up, duration).
+
+    The rule of :func:`schedule_freshness`, click by click: the share of the clicks
+    in each span that found a fresh copy (every URL counts as fetched at time 0).
+
+    Parameters
+    ----------
+    world : World
+    crawl_url : array_like of int, shape (c,)
+        URL index of each crawl.
+    crawl_time : array_like of float, shape (c,)
+        Time of each crawl, s, in [0, duration].
+    bins : int
+        Number of spans, ≥ 1.
+
+    Returns
+    -------
+    edges : ndarray of float64, shape (bins + 1,)
+        Span boundaries, s.
+    freshness : ndarray of float64, shape (bins,)
+        Share of the span's clicks that saw a fresh copy (NaN for a span without clicks).
+    clicks : ndarray of int64, shape (bins,)
+        Clicks in each span.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`schedule_freshness`, or if ``bins < 1``.
+
+    References
+    ----------
+    Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness).
+    """
+    if bins < 1:
+        raise ParameterError("`bins` must be >= 1")
+    url, time = _checked(world, crawl_url, crawl_time)
+    m = len(world.urls)
+    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
+    all_time = np.concatenate([np.zeros(m), time])
+    keys, click_pos, offset = _event_keys(world, all_url, all_time)
+    edges = np.linspace(world.warmup_s, world.duration_s, bins + 1)
+    fresh = np.zeros(click_pos.size, dtype=bool)
+    if click_pos.size:
+        order = np.argsort(keys, kind="stable")
+        tie = keys[order] & 3
+        resets = tie != _BY_CLICK
+        last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
+        fresh[order[~resets] - offset] = tie[last_reset[~resets]] == _BY_CRAWL
+    where = np.clip(
+        np.searchsorted(edges, world.events().time[click_pos], "right") - 1, 0, bins - 1
+    )
+    clicks = np.bincount(where, minlength=bins).astype(np.int64)
+    fresh_count = np.bincount(where, weights=fresh, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(clicks > 0, fresh_count / clicks, np.nan)
+    return edges, share, clicks
 
 
 def _time_weighted(world: World, url: IntArray, time: FloatArray) -> float:

@@ -18,9 +18,14 @@ __all__ = ["free_port", "served_app"]
 
 @contextlib.contextmanager
 def served_app(
-    env: dict[str, str], *, port: int | None = None, startup_timeout_s: float = 30.0
+    env: dict[str, str],
+    *,
+    port: int | None = None,
+    startup_timeout_s: float = 30.0,
+    log_level: str = "warning",
 ) -> Iterator[str]:
-    """Run ``uvicorn service.app:create_app`` with ``env`` added; yield its base URL.
+    """Run ``crawlsched serve`` (loopback, logs from ``log_level`` up) with ``env``
+    added; yield its base URL.
 
     Raises
     ------
@@ -30,8 +35,8 @@ def served_app(
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     cmd = [
-        sys.executable, "-m", "uvicorn", "service.app:create_app", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--no-access-log",
+        sys.executable, "-m", "service", "serve",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", log_level,
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, env={**os.environ, **env})
     try:

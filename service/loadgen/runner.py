@@ -17,28 +17,36 @@ event the service acknowledged (for durability checks against the store).
 At the end the achieved schedule is scored against the world
 (:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum and
 uniform round-robin on the same world.
+
+On a loaded machine the service may answer more slowly than the replayed clock
+runs: events then reach it late and workers poll it late, in simulated time.  The
+run measures by how much (the rounds' lag, and the crawls the workers still owed
+at the end), and the report says so rather than quietly show a lower freshness.
+A :class:`RunRecord`, if given, keeps the schedule and λ₀ over time for the HTML
+report.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scheduler_core.optimal import baseline, solve_optimum
+from scheduler_core.optimal import Optimum, baseline, solve_optimum
 from scheduler_core.sim import CLICK, SIGNAL, World, round_robin_freshness, schedule_freshness
 from service.client import CrawlschedClient
 from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
 from service.urls import canonical_url
 
-__all__ = ["LoadgenOptions", "run_loadgen"]
+__all__ = ["LoadgenOptions", "RunRecord", "run_loadgen"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,27 @@ class LoadgenOptions:
     params: str = "learned"
 
 
+@dataclass
+class RunRecord:
+    """What a run leaves for the HTML report (world times, s from the world's start).
+
+    Attributes
+    ----------
+    crawl_url, crawl_time : list
+        The schedule the service gave: URL index and fetch time of each crawl.
+    lambda0 : list of (float, float)
+        λ₀ as /metrics reported it, sampled about once a wall second.
+    baseline, optimum : Optimum or None
+        The continuous optimum without signals, and with them (None without signals).
+    """
+
+    crawl_url: list[int] = field(default_factory=list)
+    crawl_time: list[float] = field(default_factory=list)
+    lambda0: list[tuple[float, float]] = field(default_factory=list)
+    baseline: Optimum | None = None
+    optimum: Optimum | None = None
+
+
 class _Timeline:
     """World time ↔ service clock time, from one ``/healthz`` reading."""
 
@@ -94,12 +123,16 @@ class _Run:
     options: LoadgenOptions
     index: dict[str, int]
     last_fetch: np.ndarray
-    crawl_url: list[int]
-    crawl_time: list[float]
     ledger: EventLedger
+    record: RunRecord
     events_posted: int = 0
     live_fresh: int = 0
     live_clicks: int = 0
+    # lag behind the replayed clock, simulated s: the oldest event a post could carry
+    # waited this long; a worker's round (/next, fetch, result) took this long
+    event_lag: list[float] = field(default_factory=list)
+    round_lag: list[float] = field(default_factory=list)
+    owed: float = 0.0  # crawls the workers were due to ask for but had not at the end
 
     def done(self) -> bool:
         return self.timeline.world() >= self.world.duration_s
@@ -164,6 +197,8 @@ async def _post_events(run: _Run) -> None:
                 chunk = rows[k : k + step]
                 run.ledger.record(name, chunk, await call(chunk))
             run.events_posted += len(rows)
+        if len(batch):
+            run.event_lag.append(run.timeline.world() - float(batch.time.min()))
         if finished:
             return
         await asyncio.sleep(run.options.tick_s)
@@ -179,6 +214,7 @@ async def _worker(run: _Run, capacity_per_s: float) -> None:
         n = min(int(credit), run.options.max_batch)
         if n < 1:
             continue
+        asked = run.timeline.world()
         leases = (await run.client.next(n))["leases"]
         credit -= len(leases)
         if len(leases) < n:
@@ -189,8 +225,8 @@ async def _worker(run: _Run, capacity_per_s: float) -> None:
         idx = np.array([run.index[lease["url"]] for lease in leases], dtype=np.int64)
         changed = run.world.changed_between(idx, run.last_fetch[idx], np.full(idx.size, fetched))
         run.last_fetch[idx] = fetched
-        run.crawl_url.extend(idx.tolist())
-        run.crawl_time.extend([fetched] * idx.size)
+        run.record.crawl_url.extend(idx.tolist())
+        run.record.crawl_time.extend([fetched] * idx.size)
         results = [
             {
                 "url": lease["url"],
@@ -202,6 +238,8 @@ async def _worker(run: _Run, capacity_per_s: float) -> None:
             for lease, c in zip(leases, changed, strict=True)
         ]
         run.ledger.record("crawl_result", results, await run.client.results(results))
+        run.round_lag.append(run.timeline.world() - asked)
+    run.owed += max(credit - 1.0, 0.0)  # up to one crawl of credit is rounding, not lag
 
 
 async def _progress(run: _Run, show: bool) -> None:
@@ -215,13 +253,19 @@ async def _progress(run: _Run, show: bool) -> None:
         disable=not show,
     ) as bar:
         task = bar.add_task("run", total=days, status="")
+        sampled = -math.inf
         while not run.done():
             fresh = run.live_fresh / run.live_clicks if run.live_clicks else float("nan")
             bar.update(
                 task,
                 completed=min(run.timeline.world() / 86_400.0, days),
-                status=f"crawls {len(run.crawl_url)}  live freshness {fresh:.3f}",
+                status=f"crawls {len(run.record.crawl_url)}  live freshness {fresh:.3f}",
             )
+            if time.perf_counter() - sampled >= 1.0:  # λ₀ over time, once a wall second
+                sampled = time.perf_counter()
+                lambda0 = await _online_lambda0(run.client)
+                if lambda0 is not None:
+                    run.record.lambda0.append((run.timeline.world(), lambda0))
             await asyncio.sleep(0.2)
         bar.update(task, completed=days)
 
@@ -233,6 +277,13 @@ async def _online_lambda0(client: CrawlschedClient) -> float | None:
     return None
 
 
+def _weighted_change_rate(world: World) -> float:
+    """Σ W·Δ / Σ W: the change rate of the pages clicks ask for, 1/s."""
+    w, delta = world.params.weight, world.params.change_rate
+    total = float(w.sum())
+    return float(w @ delta) / total if total > 0 else float(np.mean(delta)) if delta.size else 0.0
+
+
 async def run_loadgen(
     world: World,
     client: CrawlschedClient,
@@ -240,6 +291,7 @@ async def run_loadgen(
     *,
     log: Callable[[str], None] = lambda _: None,
     ledger: EventLedger | None = None,
+    record: RunRecord | None = None,
 ) -> LoadgenReport:
     """Replay ``world`` against the service behind ``client`` and score the result.
 
@@ -255,6 +307,8 @@ async def run_loadgen(
         Receives progress messages.
     ledger : EventLedger, optional
         Filled with every event the service acknowledged, per URL and status.
+    record : RunRecord, optional
+        Filled with the schedule, λ₀ over time and the optima (for the HTML report).
 
     Raises
     ------
@@ -276,9 +330,8 @@ async def run_loadgen(
         options=options,
         index={canonical_url(u): i for i, u in enumerate(world.urls)},
         last_fetch=np.zeros(len(world.urls)),
-        crawl_url=[],
-        crawl_time=[],
         ledger=ledger if ledger is not None else EventLedger(),
+        record=record if record is not None else RunRecord(),
     )
     log(f"registering {len(world.urls)} URLs")
     await _register(run)
@@ -292,17 +345,15 @@ async def run_loadgen(
     wall = time.perf_counter() - wall0
     lambda0_online = await _online_lambda0(client)
     log("scoring the schedule")
-    achieved = schedule_freshness(
-        world, np.asarray(run.crawl_url, dtype=np.int64), np.asarray(run.crawl_time)
-    )
-    base = baseline(world.params, world.budget_per_s)
+    crawl_url = np.asarray(run.record.crawl_url, dtype=np.int64)
+    achieved = schedule_freshness(world, crawl_url, np.asarray(run.record.crawl_time))
+    base = run.record.baseline = baseline(world.params, world.budget_per_s)
     has_signals = bool(np.any(world.params.signal_rate > 0))
-    with_signals = (
-        solve_optimum(world.params, world.budget_per_s).accuracy
-        if has_signals and options.signal_optimum
-        else None
-    )
-    crawls = len(run.crawl_url)
+    if has_signals and options.signal_optimum:
+        run.record.optimum = solve_optimum(world.params, world.budget_per_s)
+    with_signals = None if run.record.optimum is None else run.record.optimum.accuracy
+    crawls = len(crawl_url)
+    lags = np.array(run.event_lag + run.round_lag)
     return LoadgenReport(
         freshness=achieved.click_weighted,
         freshness_stderr=achieved.click_stderr,
@@ -328,4 +379,9 @@ async def run_loadgen(
         client_retries=client.stats.retries - stats0.retries,
         client_unavailable=client.stats.unavailable - stats0.unavailable,
         client_transport_errors=client.stats.transport_errors - stats0.transport_errors,
+        lag_max_s=float(lags.max()) if lags.size else 0.0,
+        lag_mean_s=float(lags.mean()) if lags.size else 0.0,
+        crawls_behind=run.owed,
+        clock_rate=timeline.rate,
+        change_rate_per_s=_weighted_change_rate(world),
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from scheduler_core.estimate.hierarchy import GammaPrior, GroupStats
 from scheduler_core.multipliers import TrackerConfig
+from scheduler_core.params import FloatArray
 from service.clock import Clock
 from service.errors import InvalidInput
 from service.metrics import Metrics
@@ -18,7 +21,8 @@ __all__ = ["Context", "LearnCycle", "RelearnQueue"]
 
 class LearnCycle:
     """Where the learner's background cycle over the hosts stands (the leader's own;
-    a new leader starts a cycle afresh), and the label and global sums so far."""
+    a new leader starts a cycle afresh), the label and global sums so far, and the
+    sums of the freshness estimate Σ W·P(fresh) / Σ W over the URLs read."""
 
     def __init__(self) -> None:
         self.hosts: list[str] = []
@@ -26,6 +30,10 @@ class LearnCycle:
         self.total = GroupStats()
         self.labels: dict[str, GroupStats] = {}
         self.theta_prior: GammaPrior | None = None
+        self.started_at = time.monotonic()  # wall clock
+        self.weight = 0.0  # Σ W of the URLs read, requests/s
+        self.fresh_weight = 0.0  # Σ W·P(fresh) of the URLs read, requests/s
+        self.urls = 0
 
     @property
     def done(self) -> bool:
@@ -34,6 +42,18 @@ class LearnCycle:
     def start(self, hosts: list[str], theta_prior: GammaPrior) -> None:
         self.hosts, self.position, self.theta_prior = hosts, 0, theta_prior
         self.total, self.labels = GroupStats(), {}
+        self.started_at, self.weight, self.fresh_weight, self.urls = time.monotonic(), 0.0, 0.0, 0
+
+    def add_freshness(self, weight: FloatArray, fresh: FloatArray) -> None:
+        """Add URLs read by the cycle: their W, (m,) requests/s, and P(fresh), (m,)."""
+        self.weight += float(weight.sum())
+        self.fresh_weight += float(weight @ fresh)
+        self.urls += int(weight.shape[0])
+
+    @property
+    def freshness(self) -> float:
+        """Σ W·P(fresh) / Σ W over the URLs read so far (NaN before any weight)."""
+        return self.fresh_weight / self.weight if self.weight > 0 else math.nan
 
     def next_host(self) -> str:
         host = self.hosts[self.position]
@@ -72,6 +92,10 @@ class Context:
     metrics: Metrics
     relearn_queue: RelearnQueue = field(default_factory=RelearnQueue)
     learn_cycle: LearnCycle = field(default_factory=LearnCycle)
+
+    def __post_init__(self) -> None:
+        # the app's latest context is the one serving: its queue is the one reported
+        self.metrics.watch_relearn_queue(lambda: len(self.relearn_queue))
 
     @property
     def tracker(self) -> TrackerConfig:

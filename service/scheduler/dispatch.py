@@ -63,6 +63,7 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
         ],
         ctx.tracker,
     )
+    ctx.metrics.dispatch_requested.inc(n)
     ctx.metrics.dispatched.inc(len(grants))
     ctx.metrics.dispatch_shortfall.inc(n - len(grants))
     return NextOut(

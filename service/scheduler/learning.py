@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import math
 import struct
+import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.priors import stack_priors
-from service.scheduler.scoring import params_of, thresholds
+from service.scheduler.scoring import freshness_at, params_of, thresholds
 from service.settings import Settings
 from service.store.base import ScoredParams, UrlPrior, UrlState
 
@@ -336,7 +337,9 @@ async def learn_pass(ctx: Context) -> int:
     """One background pass of the learner's cycle over the hosts: for up to
     ``learn_batch`` URLs, host by host, refresh the host's statistics in the store
     and re-estimate its URLs under them; when the cycle has seen every host,
-    publish the label and global sums and start over.  Returns URLs re-scored."""
+    publish the label and global sums and start over.  Along the way it sums the
+    model's freshness estimate Σ W·P(fresh) / Σ W over the URLs it reads, reported
+    to the metrics at the end of each cycle.  Returns URLs re-scored."""
     s = ctx.settings
     now = ctx.clock.now()
     cycle = ctx.learn_cycle
@@ -354,6 +357,7 @@ async def learn_pass(ctx: Context) -> int:
         if not states:
             continue
         seen += len(states)
+        cycle.add_freshness(np.array([u.weight for u in states]), freshness_at(states, now))
         history = history_of(states, now, s.estimate_decay_s)
         # off the event loop (a pass is background work), one host at a time
         mem = await asyncio.to_thread(members, history, cycle.theta_prior, s.estimate_decay_s)
@@ -369,13 +373,16 @@ async def learn_pass(ctx: Context) -> int:
         groups = {label_key(k): v.to_tuple() for k, v in cycle.labels.items()}
         groups[GLOBAL_KEY] = cycle.total.to_tuple()
         await ctx.store.put_groups(groups)
+        duration_s = time.monotonic() - cycle.started_at
+        ctx.metrics.learner_cycle_done(cycle.freshness, duration_s, cycle.urls)
     return rescored
 
 
 async def learn_once(ctx: Context) -> int:
-    """:func:`learn_pass`, counted in the metrics."""
+    """:func:`learn_pass`, counted in the metrics (with the time it ended)."""
     n = await learn_pass(ctx)
     ctx.metrics.learn_passes.inc()
+    ctx.metrics.learner_pass_done()
     return n
 
 

@@ -1,4 +1,5 @@
-"""Use cases of the URL frontier's membership: register, drop, explain."""
+"""Use cases of the URL frontier's membership: register, drop, explain (a URL:
+:mod:`service.scheduler.explain`; a host: here)."""
 
 from __future__ import annotations
 
@@ -12,25 +13,12 @@ from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
 from service.errors import NotFound
 from service.scheduler.context import Context
+from service.scheduler.explain import explain_url
 from service.scheduler.idempotency import batch_key
-from service.scheduler.learning import (
-    empty_history,
-    flush_relearn,
-    history_of,
-    host_key,
-    priors_of,
-    relearn,
-)
-from service.scheduler.scoring import effective_elapsed, params_of, thresholds, values_at
-from service.schemas import (
-    EstimateOut,
-    HostOut,
-    LearningOut,
-    RegisterOut,
-    UrlExplanation,
-    UrlIn,
-)
-from service.store.base import UrlPrior, UrlRecord, UrlState
+from service.scheduler.learning import empty_history, host_key, priors_of, relearn
+from service.scheduler.scoring import thresholds
+from service.schemas import HostOut, RegisterOut, UrlIn
+from service.store.base import UrlPrior, UrlRecord
 from service.urls import host_of
 
 __all__ = ["explain_host", "explain_url", "register", "unregister"]
@@ -133,130 +121,6 @@ async def unregister(ctx: Context, urls: Sequence[str]) -> int:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
-
-
-async def explain_url(ctx: Context, url: str) -> UrlExplanation:
-    """Everything that decides when ``url`` is crawled, and the decision in words.
-
-    Raises
-    ------
-    NotFound
-        If the URL is not registered.
-    """
-    await flush_relearn(ctx)  # read your writes: estimates include every accepted event
-    now = ctx.clock.now()
-    (state,) = await ctx.store.get_urls([url])
-    if state is None:
-        raise NotFound(f"URL not registered: {url}")
-    host = await ctx.store.get_host(state.host, now)
-    assert host is not None, "a registered URL has a host"
-    stats_lambda0 = (await ctx.store.stats(ctx.clock, 0)).lambda0
-    p = params_of([state])
-    value = float(values_at([state], now, ctx.settings.value_terms)[0])
-    tau_eff = float(effective_elapsed([state], now)[0])
-    alpha = float(p.unsignalled_change_rate[0])
-    fresh_p = 1.0 if alpha == 0 else (0.0 if math.isinf(tau_eff) else math.exp(-alpha * tau_eff))
-    return UrlExplanation(
-        url=state.url,
-        host=state.host,
-        weight=state.weight,
-        change_rate=state.change_rate,
-        recall=state.recall,
-        false_signal_rate=state.false_signal_rate,
-        signal_rate=float(p.signal_rate[0]),
-        precision=float(p.precision[0]),
-        unsignalled_change_rate=alpha,
-        signal_time_equivalent_s=_finite(state.signal_time_equivalent_s),
-        now=now,
-        registered_at=state.registered_at,
-        last_crawl_at=state.last_crawl_at,
-        elapsed_s=None if state.last_crawl_at is None else now - state.last_crawl_at,
-        signals_since_crawl=state.signals_since_crawl,
-        effective_elapsed_s=_finite(tau_eff),
-        crawl_value=value,
-        max_value=float(p.max_value[0]),
-        threshold=host.threshold,
-        lambda0=stats_lambda0,
-        lambda_h=host.lambda_h,
-        scored_threshold=state.scored_lambda,
-        threshold_s=_finite(state.threshold_s),
-        due_at=state.due_at,
-        due_in_s=state.due_at - now,
-        freshness_probability=fresh_p,
-        lease_id=state.lease_id,
-        lease_deadline=state.lease_deadline,
-        host_gate_at=_finite(host.gate_at),
-        clicks=state.clicks,
-        signals=state.signals,
-        crawls=state.crawls,
-        changes=state.changes,
-        fetch_errors=state.fetch_errors,
-        learning=await _learning(ctx, state),
-        decision=_decision(ctx, state, value, host.threshold, host.gate_at, now),
-    )
-
-
-async def _learning(ctx: Context, state: UrlState) -> LearningOut:
-    """Estimate, prior and evidence of each learned quantity (the stored parameters
-    are the estimates as of the URL's last re-score)."""
-    p = params_of([state])
-    used = {
-        "weight": state.weight,
-        "signal_rate": float(p.signal_rate[0]),
-        "alpha": float(p.unsignalled_change_rate[0]),
-        "theta": -math.log1p(-float(p.precision[0])) if p.precision[0] < 1 else math.inf,
-    }
-    h = history_of([state], ctx.clock.now(), ctx.settings.estimate_decay_s)
-    evidence = {
-        "weight": float(h.clicks[0]),
-        "signal_rate": float(h.signals[0]),
-        "alpha": float(h.mask.sum()),
-        "theta": float(h.mask.sum()),
-    }
-    priors = None
-    if not state.prior.fixed:
-        priors = (await priors_of(ctx, [state.host], [state.prior])).row(0)
-
-    def out(q: str) -> EstimateOut:
-        prior = None if priors is None else priors[q]
-        return EstimateOut(
-            estimate=used[q] if math.isfinite(used[q]) else None,
-            prior_mean=None if prior is None else prior.mean,
-            prior_shape=None if prior is None else prior.shape,
-            observations=evidence[q],
-        )
-
-    return LearningOut(
-        fixed=state.prior.fixed, label=state.prior.label, weight=out("weight"),
-        signal_rate=out("signal_rate"), unsignalled_change_rate=out("alpha"),
-        signal_quality=out("theta"),
-    )  # fmt: skip
-
-
-def _decision(
-    ctx: Context, s: UrlState, value: float, threshold: float, gate_at: float, now: float
-) -> str:
-    if s.lease_id is not None:
-        return f"leased until {s.lease_deadline:.0f}: a worker is fetching it"
-    if s.last_crawl_at is None:
-        why = "never crawled: due since registration"
-    elif s.due_at > now and math.isinf(s.threshold_s):
-        return (
-            f"not worth a crawl at threshold {threshold:.4g} (its most, W/Δ, is below); "
-            f"revisited at the {ctx.settings.max_revisit_s:.0f} s cap, in {s.due_at - now:.0f} s"
-        )
-    elif s.due_at > now:
-        return (
-            f"due in {s.due_at - now:.0f} s, when its crawl value ({value:.4g} now) reaches "
-            f"the threshold {s.scored_lambda:.4g}"
-        )
-    elif value >= threshold:
-        why = f"due: crawl value {value:.4g} >= threshold {threshold:.4g}"
-    else:
-        why = f"due: revisit cap reached (crawl value {value:.4g} < threshold {threshold:.4g})"
-    if gate_at > now:
-        return f"{why}; host politeness holds it until {gate_at:.0f}"
-    return f"{why}; waiting for a worker to ask /next"
 
 
 async def explain_host(ctx: Context, host: str) -> HostOut:

@@ -7,11 +7,12 @@ from typing import Protocol
 
 import numpy as np
 
+from scheduler_core.freshness import freshness_probability
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.threshold import threshold_for_value
 from scheduler_core.value import crawl_value
 
-__all__ = ["effective_elapsed", "params_of", "thresholds", "values_at"]
+__all__ = ["effective_elapsed", "freshness_at", "params_of", "thresholds", "values_at"]
 
 
 class _HasParams(Protocol):
@@ -46,14 +47,28 @@ def params_of(states: Sequence[_HasParams]) -> UrlParams:
 
 def effective_elapsed(states: Sequence[_HasState], now: float) -> FloatArray:
     """τeff = τ + β·n at ``now`` (s), shape (m,); ``inf`` for never-crawled URLs."""
-    out = np.empty(len(states))
-    for i, s in enumerate(states):
-        if s.last_crawl_at is None:
-            out[i] = np.inf
-            continue
-        shift = s.signal_time_equivalent_s * s.signals_since_crawl if s.signals_since_crawl else 0.0
-        out[i] = max(now - s.last_crawl_at, 0.0) + shift
+    last = np.array([np.nan if s.last_crawl_at is None else s.last_crawl_at for s in states])
+    n = np.array([s.signals_since_crawl for s in states], dtype=np.float64)
+    beta = np.array([s.signal_time_equivalent_s for s in states], dtype=np.float64)
+    out = np.full(len(states), np.inf)
+    crawled = ~np.isnan(last)
+    shift = np.zeros(len(states))
+    signalled = crawled & (n > 0)  # β·0 is 0 even where β is infinite
+    shift[signalled] = beta[signalled] * n[signalled]
+    out[crawled] = np.maximum(now - last[crawled], 0.0) + shift[crawled]
     return out
+
+
+def freshness_at(states: Sequence[_HasState], now: float) -> FloatArray:
+    """P(copy fresh) = exp(−α τeff) of each URL at ``now``, shape (m,) (MATH.md,
+    "Quantities"); 0 for URLs never fetched."""
+    if not states:
+        return np.empty(0)
+    p = params_of(states)
+    last = np.array([np.nan if s.last_crawl_at is None else s.last_crawl_at for s in states])
+    elapsed = np.where(np.isnan(last), np.inf, np.maximum(now - last, 0.0))
+    n = [s.signals_since_crawl for s in states]
+    return freshness_probability(p.unsignalled_change_rate, p.precision, elapsed, n)
 
 
 def values_at(states: Sequence[_HasState], now: float, terms: int | None) -> FloatArray:

@@ -15,6 +15,7 @@ from service.ports import free_port
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 
+@pytest.mark.slow
 async def test_refused_connections_are_retried_until_the_service_is_up() -> None:
     port = free_port()
     async with CrawlschedClient(f"http://127.0.0.1:{port}", retry_for_s=30.0) as client:

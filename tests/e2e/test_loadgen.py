@@ -17,6 +17,7 @@ from service.loadgen.runner import LoadgenOptions, run_loadgen
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", ["oracle", "learned"])
 def test_loadgen_keeps_a_small_world_fresh(params: str) -> None:
     world = World.generate(

@@ -174,6 +174,7 @@ async def _wait_for(
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_kill_9_mid_run_loses_no_acknowledged_event_url_or_lease(
     capfd: pytest.CaptureFixture[str],
 ) -> None:

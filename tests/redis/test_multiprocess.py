@@ -37,6 +37,7 @@ async def _hammer(base_urls: list[str], seconds: float) -> list[dict[str, object
     return grants
 
 
+@pytest.mark.slow
 async def test_two_processes_share_leases_politeness_and_lambda() -> None:
     env = {"CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(DELAY_S), "CRAWLSCHED_LEASE_TTL_S": str(TTL_S)}
     with LocalRedis() as server, contextlib.ExitStack() as stack:

@@ -68,6 +68,7 @@ def _check_one_line(stderr: str, names: list[str]) -> None:
     assert SECRET not in stderr and "Traceback" not in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("env", "args", "names"), REFUSALS[:SUBPROCESS_CASES])
 def test_serve_refuses_to_start_with_one_line(
     env: dict[str, str], args: list[str], names: list[str]

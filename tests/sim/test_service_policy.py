@@ -30,6 +30,7 @@ def test_the_service_crawls_at_the_budget_and_beats_round_robin() -> None:
     assert policy.lambda0 is not None and policy.lambda0 > 0
 
 
+@pytest.mark.slow
 def test_learned_parameters_crawl_at_the_budget_and_learn_from_the_world() -> None:
     """Registered bare, the service estimates W from clicks and Δ from outcomes."""
     w = world(signals=False)
@@ -52,6 +53,7 @@ def test_learned_parameters_crawl_at_the_budget_and_learn_from_the_world() -> No
     assert outcomes.sum() > 0.9 * result.report.crawls - len(states)
 
 
+@pytest.mark.slow
 def test_the_services_politeness_holds_under_the_simulator() -> None:
     delay = 6 * 3600.0
     w = world(crawl_delay_s=Dist.of("const", value=delay), budget_per_day=60.0, signals=False)
@@ -72,6 +74,7 @@ def test_the_services_politeness_holds_under_the_simulator() -> None:
     assert (policy.host_lambdas[bound] > 0).all()  # the service saw those hosts bind too
 
 
+@pytest.mark.slow
 def test_signals_reach_the_service() -> None:
     w = world()
     policy = ServicePolicy(settings={"signal_discard_s": 60.0})
@@ -81,6 +84,7 @@ def test_signals_reach_the_service() -> None:
     assert accepted > 0
 
 
+@pytest.mark.slow
 def test_simulate_command_writes_its_report(tmp_path: Path) -> None:
     spec = tmp_path / "world.json"
     spec.write_text(

@@ -60,6 +60,7 @@ def test_exact_also_when_the_budget_jumps_and_hosts_bind() -> None:
     np.testing.assert_array_equal(a.crawl_url, b.crawl_url)
 
 
+@pytest.mark.slow
 def test_greedy_beats_round_robin_and_signals_help() -> None:
     w = world(seed=3, urls=200, hosts=10, duration_days=60, budget_per_day=40.0)
     rr = round_robin_freshness(w).click_weighted

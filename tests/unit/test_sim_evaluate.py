@@ -18,6 +18,7 @@ from scheduler_core.sim import (
     EventLog,
     World,
     WorldSpec,
+    freshness_over_time,
     round_robin_freshness,
     round_robin_schedule,
     schedule_freshness,
@@ -207,3 +208,30 @@ def test_bad_schedules(world: World) -> None:
         schedule_freshness(world, np.array([0]), np.array([world.duration_s + 1]))
     with pytest.raises(ParameterError, match="length"):
         schedule_freshness(world, np.array([0, 1]), np.array([1.0]))
+
+
+def test_freshness_over_time_matches_brute_force_span_by_span(world: World) -> None:
+    rng = np.random.default_rng(3)
+    crawl_url = rng.integers(0, 60, 800)
+    crawl_time = rng.uniform(0, world.duration_s, 800)
+    edges, share, clicks = freshness_over_time(world, crawl_url, crawl_time, 7)
+    assert edges[0] == world.warmup_s and edges[-1] == world.duration_s and edges.size == 8
+    log = world.events()
+    for k in range(7):
+        # brute force on the world's clicks of span k only
+        in_span = (log.kind == CLICK) & (log.time >= edges[k])
+        in_span &= log.time < edges[k + 1] if k < 6 else log.time <= edges[k + 1]
+        fresh = []
+        for t, u in zip(log.time[in_span].tolist(), log.url[in_span].tolist(), strict=True):
+            mine = crawl_time[(crawl_url == u) & (crawl_time <= t)]
+            last = mine.max() if mine.size else 0.0
+            changes = world.change_times(u)
+            fresh.append(not ((changes > last) & (changes <= t)).any())
+        assert clicks[k] == len(fresh)
+        assert share[k] == pytest.approx(np.mean(fresh), abs=1e-12)
+    # the spans add up to the whole
+    total = schedule_freshness(world, crawl_url, crawl_time)
+    assert clicks.sum() == total.clicks
+    assert float(np.nansum(share * clicks)) / clicks.sum() == pytest.approx(total.click_weighted)
+    with pytest.raises(ParameterError, match="bins"):
+        freshness_over_time(world, crawl_url, crawl_time, 0)
