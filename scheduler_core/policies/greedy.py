@@ -161,13 +161,17 @@ class GreedyPolicy(Policy):
         Any ι' with V(ι') < Λ is a valid bound, so instead of V⁻¹(Λ) to full
         precision (~35 evaluations of V) this gallops up from τ by doublings and
         bisects the last doubling three times (≤ 8 evaluations, ι' within 9% of
-        V⁻¹(Λ)); URLs not bracketed after the doublings get the exact inverse.
+        V⁻¹(Λ)); URLs not bracketed after the doublings, and those at τ = 0 (no
+        scale to double), get the exact inverse.  The gallop starts at τ itself:
+        any floor in seconds would assume a time unit.
         """
         params = self._params.take(urls)
-        lo = np.maximum(tau, 1.0)
+        lo = np.array(tau, dtype=np.float64, copy=True)
         hi = np.full(urls.size, np.inf)
-        open_ = np.flatnonzero(params.max_value > lam)  # V never reaches Λ elsewhere
-        lo[params.max_value <= lam] = np.inf
+        reach = params.max_value > lam  # V never reaches Λ elsewhere
+        lo[~reach] = np.inf
+        open_ = np.flatnonzero(reach & (lo > 0))
+        from_zero = np.flatnonzero(reach & ~(lo > 0))
         for _ in range(_GALLOP):
             if open_.size == 0:
                 break
@@ -176,6 +180,7 @@ class GreedyPolicy(Policy):
             hi[open_[above]] = trial[above]
             lo[open_[~above]] = trial[~above]
             open_ = open_[~above]
+        open_ = np.concatenate([open_, from_zero])
         if open_.size:
             lo[open_] = threshold_for_value(params.take(open_), lam, terms=self._terms)
         within = np.flatnonzero(np.isfinite(hi))
