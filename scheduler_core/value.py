@@ -42,6 +42,7 @@ __all__ = [
     "THRESHOLD_SPAN",
     "crawl_frequency",
     "crawl_value",
+    "crawl_value_and_interval",
     "crawl_value_derivative",
     "expected_fresh_time",
     "expected_interval",
@@ -347,6 +348,30 @@ def crawl_value(params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = No
     """
     _check_terms(terms)
     return _value(_Model.of(params), _thresholds(params, tau_eff), terms)
+
+
+def crawl_value_and_interval(
+    params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """V(τeff) and ψ(τeff) of ``m`` URLs in one pass, shape (m,) each.
+
+    V is exactly :func:`crawl_value` (the same computation); ψ, the expected
+    interval under threshold τeff (s, :func:`expected_interval`), is what the
+    slope V′(τeff) = W·α·e^{−ατeff}·ψ(τeff) needs, so a caller gets the value and
+    its rate of growth for the price of the value.  ψ is 0 where V ≡ 0 and
+    ``inf`` at τeff = ∞.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`crawl_value`.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, Theorem 1 and App. A.
+    """
+    _check_terms(terms)
+    return _value_and_interval(_Model.of(params), _thresholds(params, tau_eff), terms)
 
 
 def crawl_value_derivative(
