@@ -240,9 +240,17 @@ def simulate_cmd(
     ] = 0.0,
     params: ParamsOpt = ParamMode.learned,
     json_path: JsonOpt = None,
+    trace_out: TraceOutOpt = None,
+    trace_in: TraceInOpt = None,
 ) -> None:
-    """Run policies in process on a simulated world and compare them with the optimum."""
-    w = _draw(world, seed, no_signals)
+    """Run policies in process on a simulated world (or a recorded trace) and compare
+    them with the optimum."""
+    if trace_in is not None and (world is not None or seed is not None or no_signals):
+        raise typer.BadParameter(
+            "a trace is one recorded world: --world, --seed and --no-signals do not apply",
+            param_hint="--trace-in",
+        )
+    w = _world(world, seed, no_signals, trace_in, trace_out)
     report = run_simulation(
         w,
         policy or ["crawlsched", "greedy", "greedy-ncis"],
