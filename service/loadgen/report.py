@@ -22,6 +22,10 @@ class LoadgenReport:
     ``client_retries``, ``client_unavailable`` and ``client_transport_errors``
     count the client's retried requests, 503 answers and transport errors during
     the run (:class:`service.client.ClientStats`): non-zero after an outage.
+    ``baseline_accuracy``, ``signal_optimum_accuracy`` and ``lambda0_baseline`` are
+    those of the optimum under the hosts' crawl delays when ``host_limited``
+    (``binding_hosts`` of them bind, :mod:`service.loadgen.yardstick`), else those
+    without host limits (which then change nothing).
     """
 
     freshness: float
@@ -48,6 +52,8 @@ class LoadgenReport:
     client_retries: int = 0
     client_unavailable: int = 0
     client_transport_errors: int = 0
+    host_limited: bool = False
+    binding_hosts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -76,11 +82,21 @@ class LoadgenReport:
             f" ± {self.freshness_stderr:.4f}",
         )
         row("  same run, time-weighted", self.freshness_time_weighted)
-        row("BASELINE (continuous optimum, no signals)", base)
+        limits = ", host-limited" if self.host_limited else ""
+        row(f"BASELINE (continuous optimum, no signals{limits})", base)
         if self.signal_optimum_accuracy is not None:
-            row("continuous optimum with signals", self.signal_optimum_accuracy)
+            row(f"continuous optimum with signals{limits}", self.signal_optimum_accuracy)
         row("uniform round-robin", self.round_robin_freshness)
         console.print(table)
+        if self.host_limited:
+            console.print(
+                f"BASELINE and the optimum shown are host-limited: {self.binding_hosts} "
+                "host(s) bind at the crawl delays the service enforces"
+            )
+        else:
+            console.print(
+                "BASELINE and the optimum shown have no host limits: no host's crawl delay binds"
+            )
         console.print(
             f"{self.urls} URLs on {self.hosts} hosts, {self.simulated_seconds / 86400:.0f} "
             f"simulated days in {self.wall_seconds:.1f} s; {self.crawls} crawls "
@@ -88,7 +104,7 @@ class LoadgenReport:
             f"{self.clicks} clicks measured; {self.dispatch_per_s:.0f} dispatches/s, "
             f"{self.events_per_s:.0f} events/s; signals {'on' if self.signals else 'off'}; "
             f"λ₀ online {self.lambda0_online or float('nan'):.4g} vs "
-            f"BASELINE {self.lambda0_baseline:.4g}"
+            f"BASELINE{limits} {self.lambda0_baseline:.4g}"
         )
         if self.client_retries:
             console.print(

@@ -15,8 +15,9 @@ store restarting); the run goes on through such an outage, and an
 event the service acknowledged (for durability checks against the store).
 
 At the end the achieved schedule is scored against the world
-(:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum and
-uniform round-robin on the same world.
+(:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum (and the
+optimum with signals), under the crawl delays the service enforces when any of them
+binds (:mod:`service.loadgen.yardstick`), and uniform round-robin on the same world.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scheduler_core.optimal import baseline, solve_optimum
 from scheduler_core.sim import CLICK, SIGNAL, World, round_robin_freshness, schedule_freshness
 from service.client import CrawlschedClient
 from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
+from service.loadgen.yardstick import yardstick
 from service.urls import canonical_url
 
 __all__ = ["LoadgenOptions", "run_loadgen"]
@@ -295,22 +296,17 @@ async def run_loadgen(
     achieved = schedule_freshness(
         world, np.asarray(run.crawl_url, dtype=np.int64), np.asarray(run.crawl_time)
     )
-    base = baseline(world.params, world.budget_per_s)
     has_signals = bool(np.any(world.params.signal_rate > 0))
-    with_signals = (
-        solve_optimum(world.params, world.budget_per_s).accuracy
-        if has_signals and options.signal_optimum
-        else None
-    )
+    yard = yardstick(world, signal_optimum=options.signal_optimum)
     crawls = len(run.crawl_url)
     return LoadgenReport(
         freshness=achieved.click_weighted,
         freshness_stderr=achieved.click_stderr,
         clicks=achieved.clicks,
         freshness_time_weighted=achieved.time_weighted,
-        baseline_accuracy=base.accuracy,
+        baseline_accuracy=yard.baseline,
         round_robin_freshness=round_robin_freshness(world).click_weighted,
-        signal_optimum_accuracy=with_signals,
+        signal_optimum_accuracy=yard.optimum,
         dispatch_per_s=crawls / wall,
         events_per_s=run.events_posted / wall,
         urls=len(world.urls),
@@ -321,7 +317,9 @@ async def run_loadgen(
         budget_per_s=world.budget_per_s,
         crawl_rate_per_s=crawls / world.duration_s,
         lambda0_online=lambda0_online,
-        lambda0_baseline=base.lambda0,
+        lambda0_baseline=yard.baseline_lambda0,
+        host_limited=yard.host_limited,
+        binding_hosts=yard.binding_hosts,
         signals=has_signals,
         seed=world.seed,
         params=options.params,
