@@ -158,9 +158,11 @@ class GreedyPolicy(Policy):
         n = h.signals if urls is None else h.signals[urls]
         beta = self._beta if urls is None else self._beta[urls]
         last = h.last_crawl if urls is None else h.last_crawl[urls]
-        with np.errstate(invalid="ignore"):
-            shift = np.where(n > 0, beta * n, 0.0)
-        return np.asarray(np.maximum(now - last, 0.0) + shift, dtype=np.float64)
+        tau = np.maximum(now - last, 0.0)
+        signalled = n > 0  # β·0 would be NaN where β = ∞
+        if signalled.any():
+            tau[signalled] += beta[signalled] * n[signalled]
+        return tau
 
     def values(self, now: float, urls: IntArray) -> FloatArray:
         """Crawl value of URLs ``urls`` (k,) at ``now`` under this policy's model, shape (k,)."""
@@ -183,17 +185,22 @@ class GreedyPolicy(Policy):
             return np.empty(0, dtype=np.int64)
         tau = self._tau(now)
         lower, upper = bounds.bounds(tau)
-        pick = top_k_within_room(lower, k, p.host_of, host_room)
-        if pick.size == 0:  # no host has room
-            return pick
-        # A URL left out cannot be picked if it is worth less than the k-th pick, or
-        # than every pick of its host when those fill the host's room.
-        hosts = p.host_of[pick]
-        full = np.bincount(hosts, minlength=host_room.size) >= host_room
-        host_floor = np.full(host_room.size, np.inf)
-        np.minimum.at(host_floor, hosts, lower[pick])
-        floor = float(lower[pick[-1]]) if pick.size == k else -np.inf  # picks descend
-        bar = np.maximum(floor, np.where(full, host_floor, -np.inf)[p.host_of])
+        bar: float | FloatArray
+        if k == 1 and host_room.min() >= 1:  # the argmax; ties to the lower index
+            pick = np.array([np.argmax(lower)], dtype=np.int64)
+            bar = float(lower[pick[0]])
+        else:
+            pick = top_k_within_room(lower, k, p.host_of, host_room)
+            if pick.size == 0:  # no host has room
+                return pick
+            # A URL left out cannot be picked if it is worth less than the k-th pick,
+            # or than every pick of its host when those fill the host's room.
+            hosts = p.host_of[pick]
+            full = np.bincount(hosts, minlength=host_room.size) >= host_room
+            host_floor = np.full(host_room.size, np.inf)
+            np.minimum.at(host_floor, hosts, lower[pick])
+            floor = float(lower[pick[-1]]) if pick.size == k else -np.inf  # picks descend
+            bar = np.maximum(floor, np.where(full, host_floor, -np.inf)[p.host_of])
         overlap = upper >= bar
         overlap[pick] = False
         ordered = pick.size == 1 or bool(

@@ -86,6 +86,8 @@ class ValueBounds:
         self.fade_all = np.ones(m)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.share = np.where(self.decay > 0, self.alpha / self.decay, 0.0)  # α/D
+        #: Some URL has signals (γ > 0); without, the lower bound is the upper one.
+        self.signals = bool((self.decay > self.alpha).any())
         self.anchor_at = np.full((m, ANCHORS), np.inf)
         self.anchor_value = np.zeros((m, ANCHORS))
         self.anchor_interval = np.zeros((m, ANCHORS))
@@ -135,20 +137,28 @@ class ValueBounds:
         cycle); where it does, the bounds fall back to [0, V(∞)].
         """
         d = tau - self.at
-        sure = np.isinf(tau)  # V(∞) exactly
-        lost = ~(d >= 0) & ~sure  # below the base point: no bound (never in a cycle)
-        d = np.where(sure | lost, 0.0, d)
+        odd = ~(d < np.inf)  # τeff = ∞, or a NaN from below the base point ...
+        odd |= d < 0  # ... or plainly below it
+        if odd.any():
+            d[odd] = 0.0
         y = self.alpha * d
         rise = -np.expm1(-y) * self.interval  # ψ(c)·(1 − e^{−αd})
         upper = self.value + self.weight * self.fade * (rise + d * _r1_over(y))
-        lower = self.value + self.weight * (
-            self.fade * rise + self.fade_all * self.share * d * _r1_over(self.decay * d)
-        )
+        if self.signals:
+            lower = self.value + self.weight * (
+                self.fade * rise + self.fade_all * self.share * d * _r1_over(self.decay * d)
+            )
+            lower *= 1.0 - MARGIN
+        else:  # γ = 0: both integrals are V itself
+            lower = upper * (1.0 - MARGIN)
         # V computed near τ = ∞ may round a unit above V(∞) = W/Δ: the margin goes on last
-        upper = np.minimum(upper, self.cap) * (1.0 + MARGIN)
-        lower = lower * (1.0 - MARGIN)
-        upper = np.where(sure, self.cap, np.where(lost, self.cap * (1.0 + MARGIN), upper))
-        lower = np.where(sure, self.cap, np.where(lost, 0.0, lower))
+        np.minimum(upper, self.cap, out=upper)
+        upper *= 1.0 + MARGIN
+        if odd.any():
+            sure = np.isinf(tau)  # V(∞) exactly
+            lost = odd & ~sure  # below the base point: no bound (never within a cycle)
+            upper[sure], lower[sure] = self.cap[sure], self.cap[sure]
+            upper[lost], lower[lost] = self.cap[lost] * (1.0 + MARGIN), 0.0
         return lower, upper
 
 
@@ -158,11 +168,13 @@ def _r1_over(y: FloatArray) -> FloatArray:
     The closed form cancels for small y; below 0.01 its series (truncated after
     y⁷, error < 1e-18 relative) is used.
     """
-    small = y < 0.01
-    safe = np.where(small, 1.0, y)
-    direct = (-np.expm1(-safe) - safe * np.exp(-safe)) / safe
-    series = 1 / 840 - y / 5760
-    for c in (1 / 144, 1 / 30, 1 / 8, 1 / 3, 1 / 2):
-        series = c - y * series
-    series = y * series
-    return np.asarray(np.where(small, series, direct), dtype=np.float64)
+    safe = np.maximum(y, 0.01)
+    out: FloatArray = (-np.expm1(-safe) - safe * np.exp(-safe)) / safe
+    small = np.flatnonzero(y < 0.01)
+    if small.size:
+        x = y[small]
+        series = 1 / 840 - x / 5760
+        for c in (1 / 144, 1 / 30, 1 / 8, 1 / 3, 1 / 2):
+            series = c - x * series
+        out[small] = x * series
+    return out
