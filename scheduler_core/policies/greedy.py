@@ -112,6 +112,14 @@ class GreedyPolicy(Policy):
     seed : int
         Unused (the policy is deterministic; ties go to the lower URL index).
 
+    Attributes
+    ----------
+    evaluated : int
+        URLs whose V was evaluated exactly in the run, the anchors included (how
+        well the bounds work: a few per step at most on the default world).
+    batches : int
+        Batches of those evaluations; each costs about as much as a few dozen URLs.
+
     Raises
     ------
     ParameterError
@@ -132,9 +140,7 @@ class GreedyPolicy(Policy):
         self._terms: int | None = None
         self._beta = np.empty(0)
         self._bounds: ValueBounds | None = None
-        #: URLs evaluated exactly, summed over steps (how well the bounds work).
         self.evaluated = 0
-        #: Batches of exact evaluations (each costs about as much as a few dozen URLs).
         self.batches = 0
 
     def start(self, problem: Problem) -> None:
