@@ -267,8 +267,8 @@ def solve_host_optimum(
         is negative, NaN or not one-dimensional; ``host_of`` has the wrong
         shape, is not integral or names a host outside
         [0, len(host_limit_per_s)); ``terms < 1``; or a rate asked for
-        exceeds what thresholds down to
-        :data:`~scheduler_core.value.MIN_THRESHOLD_S` can spend.
+        exceeds what the smallest thresholds searched can spend
+        (:data:`~scheduler_core.value.THRESHOLD_SPAN`).
 
     Notes
     -----

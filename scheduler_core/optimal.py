@@ -33,7 +33,7 @@ import numpy as np
 from scheduler_core.errors import ParameterError
 from scheduler_core.multiplier_search import Curves, IntArray, Jumps, locate_multipliers, spend
 from scheduler_core.params import FloatArray, UrlParams
-from scheduler_core.value import MAX_THRESHOLD_S, crawl_frequency, freshness_at_threshold
+from scheduler_core.value import _Model, _threshold_span, crawl_frequency, freshness_at_threshold
 
 __all__ = ["Optimum", "baseline", "no_signal_freshness", "solve_optimum"]
 
@@ -148,8 +148,7 @@ def _finish(
     moved = np.flatnonzero((rates > 0) & (np.abs(rates - rates_hi) > _RATE_RTOL * rates))
     if moved.size:
         sub = params.take(moved)
-        beta = sub.signal_time_equivalent
-        top = np.maximum(MAX_THRESHOLD_S, 64.0 * np.where(np.isfinite(beta), beta, 0.0))
+        _, top = _threshold_span(_Model.of(sub))
         upper = np.where(np.isfinite(thresholds[moved]), thresholds[moved], top)
         iota = _threshold_for_rate(sub, rates[moved], thresholds_lo[moved], upper, terms)
         # G(ξ) = G(f(ι)) + (ξ − f(ι))·Λ: G′ = V = Λ across a step of f at ι.
@@ -277,8 +276,8 @@ def solve_optimum(params: UrlParams, budget_per_s: float, *, terms: int | None =
     ------
     ParameterError
         If ``budget_per_s`` is not finite and positive, ``terms < 1``, or the
-        budget exceeds what thresholds down to
-        :data:`~scheduler_core.value.MIN_THRESHOLD_S` can spend.
+        budget exceeds what the smallest thresholds searched can spend
+        (:data:`~scheduler_core.value.THRESHOLD_SPAN`).
 
     References
     ----------

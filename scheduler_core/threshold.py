@@ -30,10 +30,9 @@ from scipy.special import gammaincinv
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams, as_float_array
 from scheduler_core.value import (
-    MAX_THRESHOLD_S,
-    MIN_THRESHOLD_S,
     _check_terms,
     _Model,
+    _threshold_span,
     _value,
     _value_and_interval,
 )
@@ -75,8 +74,9 @@ def threshold_for_value(
     -------
     ndarray, shape (m,)
         ι in seconds: 0 where Λ ≤ 0; ``inf`` where the URL is never worth a
-        crawl at Λ (Λ ≥ W/Δ, V ≡ 0, or V stays below Λ up to
-        max(:data:`~scheduler_core.value.MAX_THRESHOLD_S`, 64β)).  GREEDY in closed
+        crawl at Λ (Λ ≥ W/Δ, V ≡ 0, or V stays below Λ up to the top of the span
+        searched, max(THRESHOLD_SPAN/α, 64β), see
+        :data:`~scheduler_core.value.THRESHOLD_SPAN`).  GREEDY in closed
         form (``gammaincinv(2, ΛΔ/W)/Δ``); with signals a vectorised safeguarded
         Newton search on ln ι to relative precision ~1e-12.
 
@@ -116,25 +116,19 @@ def threshold_for_value(
     return out
 
 
-def _top(model: _Model) -> FloatArray:
-    """The largest threshold searched per URL: max(MAX_THRESHOLD_S, 64β), s."""
-    finite_beta = np.where(np.isfinite(model.beta), model.beta, 0.0)
-    return np.maximum(MAX_THRESHOLD_S, 64.0 * finite_beta)
-
-
 def _invert(
     model: _Model, lam: FloatArray, terms: int | None, guess: FloatArray | None
 ) -> FloatArray:
     """ι with V(ι) = Λ for URLs with signals, shape (n,): safeguarded Newton on u = ln ι
     from ``guess`` (else the no-signal threshold), the bracketing search for the rest."""
     n = lam.size
-    u_top = np.log(_top(model))
-    u_min = math.log(MIN_THRESHOLD_S)
+    bottom, top = _threshold_span(model)
+    u_top, u_min = np.log(top), np.log(bottom)
     d = model.change_rate
     start = gammaincinv(2.0, lam * d / model.weight) / d
     if guess is not None:
         start = np.where(np.isfinite(guess) & (guess > 0), guess, start)
-    u = np.clip(np.log(np.maximum(start, MIN_THRESHOLD_S)), u_min, u_top)
+    u = np.clip(np.log(np.maximum(start, bottom)), u_min, u_top)
     lo = np.full(n, -np.inf)  # V(e^lo) < Λ
     hi = np.full(n, np.inf)  # V(e^hi) ≥ Λ
     result = np.full(n, np.nan)
@@ -158,14 +152,15 @@ def _invert(
         bracketed = np.isfinite(low) & np.isfinite(high)
         reach = np.where(below, at + _LOG_REACH, at - _LOG_REACH)
         nxt = np.where(inside, newton, np.where(bracketed, 0.5 * (low + high), reach))
-        nxt = np.clip(np.clip(nxt, at - _LOG_REACH, at + _LOG_REACH), u_min, u_top[active])
+        nxt = np.clip(np.clip(nxt, at - _LOG_REACH, at + _LOG_REACH), u_min[active], u_top[active])
         tiny = np.abs(step) <= _LOG_TOL  # False where the step is not finite
         settled = tiny | (bracketed & (high - low <= _LOG_TOL))
         never = below & (at >= u_top[active])  # V stays below Λ up to the top
-        floor = ~below & (at <= u_min)  # V ≥ Λ already at the smallest threshold
+        floor = ~below & (at <= u_min[active])  # V ≥ Λ already at the smallest threshold
         result[active[settled]] = np.exp(np.where(tiny, newton, nxt)[settled])
         result[active[never & ~settled]] = np.inf
-        result[active[floor & ~settled]] = MIN_THRESHOLD_S
+        at_floor = active[floor & ~settled]
+        result[at_floor] = bottom[at_floor]
         u[active] = nxt
         active = active[~(settled | never | floor)]
     if active.size:
@@ -178,10 +173,10 @@ def _invert(
 def _bracket_and_search(
     model: _Model, lam: FloatArray, terms: int | None, start: FloatArray
 ) -> FloatArray:
-    """ι with V(ι) = Λ by a bracket grown from ``start`` by factors of 8 (up to
-    max(MAX_THRESHOLD_S, 64β), down to MIN_THRESHOLD_S), then Chandrupatla's method
+    """ι with V(ι) = Λ by a bracket grown from ``start`` by factors of 8 (within the
+    span of :func:`~scheduler_core.value._threshold_span`), then Chandrupatla's method
     on u = ln ι (scipy), shape (n,)."""
-    top = _top(model)
+    bottom, top = _threshold_span(model)
     lo, hi = start.copy(), start.copy()
     up = _value(model, start, terms) < lam  # V(lo) < Λ holds; grow hi
     down = ~up  # V(hi) ≥ Λ holds; shrink lo
@@ -192,14 +187,14 @@ def _bracket_and_search(
         lo[up] = hi[up]
         hi[up] = np.minimum(hi[up] * 8.0, top[up])
         up[up] = _value(model.take(up), hi[up], terms) < lam[up]
-    down &= lo > MIN_THRESHOLD_S
+    down &= lo > bottom
     while down.any():
         hi[down] = lo[down]
-        lo[down] = np.maximum(lo[down] / 8.0, MIN_THRESHOLD_S)
+        lo[down] = np.maximum(lo[down] / 8.0, bottom[down])
         down[down] = (_value(model.take(down), lo[down], terms) >= lam[down]) & (
-            lo[down] > MIN_THRESHOLD_S
+            lo[down] > bottom[down]
         )
-    result = np.where(unreachable, np.inf, lo)  # rows at the floor keep MIN_THRESHOLD_S
+    result = np.where(unreachable, np.inf, lo)  # rows at the floor keep their bottom
     todo = np.flatnonzero(~unreachable & (lo < hi) & (_value(model, lo, terms) < lam))
     if todo.size:
         sub, target = model.take(todo), lam[todo]

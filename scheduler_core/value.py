@@ -39,20 +39,21 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams, as_float_array
 
 __all__ = [
-    "MAX_THRESHOLD_S",
-    "MIN_THRESHOLD_S",
+    "THRESHOLD_SPAN",
     "crawl_frequency",
     "crawl_value",
+    "crawl_value_and_interval",
     "crawl_value_derivative",
     "expected_fresh_time",
     "expected_interval",
     "freshness_at_threshold",
 ]
 
-#: Largest threshold the inverse searches (s); see ``MATH.md``, "Numerical traps" 3.
-MAX_THRESHOLD_S = 1e15
-#: Smallest threshold the inverse resolves (s).
-MIN_THRESHOLD_S = 1e-6
+#: How far the inverse searches, in each URL's own time scales (no time unit is
+#: assumed): up to max(THRESHOLD_SPAN/α, 64β) — 1/α the slowest scale on which V
+#: still rises, 1/(Δ + ν) where α = 0 — and down to 1/(THRESHOLD_SPAN²·(Δ + ν)),
+#: where V is below 1e-24 of W/Δ.  See ``MATH.md``, "Numerical traps" 3.
+THRESHOLD_SPAN = 1e10
 #: Half-width of the summation window in Poisson standard deviations.  The
 #: Poisson tails beyond 9 SD are below 1e-18; against 12 SD values changed by
 #: < 5e-14 relative (20,000 noisy-signal URLs) and valuing took ~17% less time.
@@ -103,6 +104,20 @@ class _Model:
 
     def take(self, idx: np.ndarray) -> _Model:
         return _Model(*(getattr(self, f)[idx] for f in self.__slots__))
+
+
+def _threshold_span(model: _Model) -> tuple[FloatArray, FloatArray]:
+    """The smallest and largest threshold the inverse searches per URL, s, shape (m,) each.
+
+    Bottom 1/(THRESHOLD_SPAN²·(Δ + ν)); top max(THRESHOLD_SPAN/α, 64β) (1/(Δ + ν) for
+    α, and 0 for β, where those are 0 or ∞).  Rows with Δ + ν = 0 (inert) get 1/1 scales.
+    """
+    total = np.where(model.total_rate > 0, model.total_rate, 1.0)
+    slow = np.where(model.alpha > 0, model.alpha, total)
+    finite_beta = np.where(np.isfinite(model.beta), model.beta, 0.0)
+    bottom = 1.0 / (THRESHOLD_SPAN * THRESHOLD_SPAN * total)
+    top = np.maximum(THRESHOLD_SPAN / slow, 64.0 * finite_beta)
+    return np.asarray(bottom, dtype=np.float64), np.asarray(top, dtype=np.float64)
 
 
 def _geometric(count: FloatArray, log_q: FloatArray) -> FloatArray:
@@ -262,21 +277,23 @@ def _value_and_interval(
 def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> FloatArray:
     """V/W for ι < β (no signal can have shifted τeff yet), shape (n,).
 
-    V/W = e^{−Dι}·(expm1(Dι)/D − expm1(γι)/γ) = e^{−Dι}·Σ_{k≥1} (D^k − γ^k)ι^{k+1}/(k+1)!
-    with D = α + γ and D^k − γ^k = α·P_k, P_1 = 1, P_{k+1} = D·P_k + γ^k: every
-    term is positive, so there is no cancellation.  Valid for Dι ≤ 2.
+    V/W = e^{−Dι}·(expm1(Dι)/D − expm1(γι)/γ) = ι·e^{−x}·(α/D)·Σ_{k≥1} S_k·x^k/(k+1)!
+    with D = α + γ, x = Dι, g = γ/D and S_k = Σ_{j<k} g^j (S_1 = 1, S_{k+1} = g·S_k + 1):
+    every term is positive, so there is no cancellation, and every factor is of order
+    one, whatever the unit of time (no power of a rate or of ι alone can overflow or
+    underflow).  Valid for x ≤ 2.
     """
     total = alpha + gamma
+    x = total * iota
+    g = gamma / total
     acc = np.zeros(iota.shape)
-    p_k = np.ones(iota.shape)  # P_k
-    gamma_k = gamma.copy()  # γ^k
-    coef = iota * iota / 2.0  # ι^{k+1}/(k+1)!
+    s_k = np.ones(iota.shape)  # S_k
+    coef = x / 2.0  # x^k/(k+1)!
     for k in range(1, _SERIES_TERMS + 1):
-        acc += coef * p_k
-        p_k = total * p_k + gamma_k
-        gamma_k = gamma_k * gamma
-        coef = coef * iota / (k + 2)
-    return np.asarray(np.exp(-total * iota) * alpha * acc, dtype=np.float64)
+        acc += coef * s_k
+        s_k = g * s_k + 1.0
+        coef = coef * x / (k + 2)
+    return np.asarray(np.exp(-x) * (alpha / total) * iota * acc, dtype=np.float64)
 
 
 def _sums_at(
@@ -331,6 +348,30 @@ def crawl_value(params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = No
     """
     _check_terms(terms)
     return _value(_Model.of(params), _thresholds(params, tau_eff), terms)
+
+
+def crawl_value_and_interval(
+    params: UrlParams, tau_eff: ArrayLike, *, terms: int | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """V(τeff) and ψ(τeff) of ``m`` URLs in one pass, shape (m,) each.
+
+    V is exactly :func:`crawl_value` (the same computation); ψ, the expected
+    interval under threshold τeff (s, :func:`expected_interval`), is what the
+    slope V′(τeff) = W·α·e^{−ατeff}·ψ(τeff) needs, so a caller gets the value and
+    its rate of growth for the price of the value.  ψ is 0 where V ≡ 0 and
+    ``inf`` at τeff = ∞.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`crawl_value`.
+
+    References
+    ----------
+    ``MATH.md``, "Crawl value"; paper 004, Theorem 1 and App. A.
+    """
+    _check_terms(terms)
+    return _value_and_interval(_Model.of(params), _thresholds(params, tau_eff), terms)
 
 
 def crawl_value_derivative(

@@ -376,14 +376,22 @@ def simulate_cmd(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="show a progress bar")
     ] = True,
+    trace_out: TraceOutOpt = None,
+    trace_in: TraceInOpt = None,
 ) -> None:
-    """Run policies in process on a simulated world and compare them with the optimum."""
+    """Run policies in process on a simulated world (or a recorded trace) and compare
+    them with the optimum."""
     setup_logging(log_level.value)
+    if trace_in is not None and (world is not None or seed is not None or no_signals):
+        raise typer.BadParameter(
+            "a trace is one recorded world: --world, --seed and --no-signals do not apply",
+            param_hint="--trace-in",
+        )
     if report_dir is not None:
         from service.html_report import prepare_report_dir
 
         prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
-    w = _draw(world, seed, no_signals)
+    w = _world(world, seed, no_signals, trace_in, trace_out)
     names = policy or ["crawlsched", "greedy", "greedy-ncis"]
     record = SimulationRecord() if report_dir is not None else None
     with policy_progress(names, console, show=progress) as advance:

@@ -15,12 +15,17 @@ V_i(τeff_i(now)).  The policies differ only in the value model they believe:
 With ``signal_discard_s`` = T_DELAY > 0 a signal that arrives within T_DELAY
 after the URL's last crawl is not counted (GREEDY-NCIS-D, paper 004 App. C).
 
-Exact without evaluating every URL every step: V is increasing in τeff, so a
-URL with τeff < ι_i(Λ) = V_i⁻¹(Λ) is worth less than Λ.  Each URL keeps such a
-bound (Λ and ι_i(Λ), computed when it was last a candidate); only URLs past
-their bound are evaluated, and the answer is exact whenever the k-th value
-picked is at least the largest bound Λ in use (else the bounds are lowered and
-the step is redone).
+Exact without evaluating every URL every step: each URL's value now is bracketed
+by bounds from an exact value of the same crawl cycle and the closed-form slope
+of V (:mod:`~scheduler_core.policies.value_bounds`).  A step whose k best lower
+bounds lie above every other URL's upper bound (and, for k > 1, are ordered among
+themselves) is decided without evaluating V; with host limits a URL also drops out
+when its host's room is filled by picks worth more.  Otherwise the URLs whose
+brackets overlap the picks are evaluated exactly and the k best of them picked,
+and the URLs nearly as valuable are evaluated in the same batch, so that their
+bounds stay tight.  The picks, and their order, are those of the exact argmax of
+V over all URLs (:func:`~scheduler_core.policies.base.top_k_within_room`), ties
+included.
 
 References
 ----------
@@ -36,9 +41,15 @@ import numpy as np
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams
-from scheduler_core.policies.base import IntArray, Policy, Problem, top_k_within_room
-from scheduler_core.threshold import threshold_for_value
-from scheduler_core.value import crawl_value
+from scheduler_core.policies.base import (
+    BoolArray,
+    IntArray,
+    Policy,
+    Problem,
+    top_k_within_room,
+)
+from scheduler_core.policies.value_bounds import ValueBounds
+from scheduler_core.value import crawl_value, crawl_value_and_interval
 
 __all__ = ["GREEDY_MODELS", "GreedyPolicy", "value_model"]
 
@@ -47,16 +58,11 @@ GREEDY_MODELS = ("greedy", "cis", "ncis", "cis+", "ncis-approx-J")
 
 #: GREEDY-CIS+ treats a URL's signals as noiseless above these (paper 004 §6.7).
 CIS_PLUS_PRECISION, CIS_PLUS_RECALL = 0.7, 0.6
-#: Candidates beyond ``_CROWD·k + _SLACK`` make the bounds rise ...
-_CROWD, _SLACK = 4, 32
-#: ... to this share of the (2k + slack)-th value.
-_MARGIN = 0.8
-#: Raise bounds once this many needless evaluations piled up (a bound costs ~50).
-_REBOUND_COST = 4000
-#: Doublings and bisections of a raised bound (:meth:`GreedyPolicy._raise`).
-_GALLOP, _BISECT = 5, 3
-#: Bounds above the k-th value picked are lowered to this share of it.
-_LOWER = 0.5
+#: When a step needs exact values, the URLs whose upper bound reaches this share of
+#: the k-th best lower bound are evaluated in the same batch, ...
+_NEAR = 0.97
+#: ... at most ``_PREFETCH + k`` of them, highest upper bounds first.
+_PREFETCH = 32
 
 
 def value_model(model: str, params: UrlParams) -> tuple[UrlParams, int | None]:
@@ -106,6 +112,14 @@ class GreedyPolicy(Policy):
     seed : int
         Unused (the policy is deterministic; ties go to the lower URL index).
 
+    Attributes
+    ----------
+    evaluated : int
+        URLs whose V was evaluated exactly in the run, the anchors included (how
+        well the bounds work: a few per step at most on the default world).
+    batches : int
+        Batches of those evaluations; each costs about as much as a few dozen URLs.
+
     Raises
     ------
     ParameterError
@@ -124,100 +138,104 @@ class GreedyPolicy(Policy):
         empty = np.empty(0)
         self._params = UrlParams(empty, empty, empty, empty)
         self._terms: int | None = None
-        self._bound = np.empty(0)  # Λ_i of each URL's bound
-        self._bound_at = np.empty(0)  # ι_i(Λ_i), s
-        self._lam = 0.0  # the largest Λ_i in use
-        self._waste = 0  # candidates evaluated but not picked since the last raise
         self._beta = np.empty(0)
-        #: URLs evaluated exactly, summed over steps (how well the bounds work).
+        self._bounds: ValueBounds | None = None
         self.evaluated = 0
+        self.batches = 0
 
     def start(self, problem: Problem) -> None:
         super().start(problem)
         self._params, self._terms = value_model(self.model, problem.params)
         self._beta = self._params.signal_time_equivalent
-        self._bound = np.zeros(problem.m)
-        self._bound_at = np.zeros(problem.m)
-        self._lam = 0.0
-        self._waste = 0
         self.evaluated = 0
+        self.batches = 0
+        cap = crawl_value(self._params, np.full(problem.m, np.inf), terms=self._terms)
+        self._bounds = ValueBounds(self._params, cap, self._evaluate)
+        self.evaluated = self._bounds.evaluated
+
+    def _evaluate(self, urls: IntArray, tau: FloatArray) -> tuple[FloatArray, FloatArray]:
+        self.batches += 1
+        self.evaluated += urls.size
+        return crawl_value_and_interval(self._params.take(urls), tau, terms=self._terms)
+
+    def _tau(self, now: float, urls: IntArray | None = None) -> FloatArray:
+        """τeff = τ + β·n of URLs ``urls`` (all by default) at ``now``, s."""
+        h = self.history
+        n = h.signals if urls is None else h.signals[urls]
+        beta = self._beta if urls is None else self._beta[urls]
+        last = h.last_crawl if urls is None else h.last_crawl[urls]
+        tau = np.maximum(now - last, 0.0)
+        signalled = n > 0  # β·0 would be NaN where β = ∞
+        if signalled.any():
+            tau[signalled] += beta[signalled] * n[signalled]
+        return tau
 
     def values(self, now: float, urls: IntArray) -> FloatArray:
         """Crawl value of URLs ``urls`` (k,) at ``now`` under this policy's model, shape (k,)."""
-        h = self.history
-        n = h.signals[urls]
-        with np.errstate(invalid="ignore"):
-            shift = np.where(n > 0, self._beta[urls] * n, 0.0)
-        tau = np.maximum(now - h.last_crawl[urls], 0.0) + shift
-        return crawl_value(self._params.take(urls), tau, terms=self._terms)
+        return crawl_value(self._params.take(urls), self._tau(now, urls), terms=self._terms)
 
-    def _rebound(self, urls: IntArray, lam: float) -> None:
-        self._bound[urls] = lam
-        self._bound_at[urls] = threshold_for_value(self._params.take(urls), lam, terms=self._terms)
+    def observe_signals(self, url: IntArray, time: FloatArray) -> None:
+        super().observe_signals(url, time)
+        if self._bounds is not None and url.size:
+            urls = np.unique(url)
+            self._bounds.signalled(urls, self.history.signals[urls])
 
-    def _raise(self, urls: IntArray, lam: float, tau: FloatArray) -> None:
-        """Bounds at Λ = ``lam`` for URLs known to be worth less than it at τeff = ``tau``.
-
-        Any ι' with V(ι') < Λ is a valid bound, so instead of V⁻¹(Λ) to full
-        precision (~35 evaluations of V) this gallops up from τ by doublings and
-        bisects the last doubling three times (≤ 8 evaluations, ι' within 9% of
-        V⁻¹(Λ)); URLs not bracketed after the doublings get the exact inverse.
-        """
-        params = self._params.take(urls)
-        lo = np.maximum(tau, 1.0)
-        hi = np.full(urls.size, np.inf)
-        open_ = np.flatnonzero(params.max_value > lam)  # V never reaches Λ elsewhere
-        lo[params.max_value <= lam] = np.inf
-        for _ in range(_GALLOP):
-            if open_.size == 0:
-                break
-            trial = 2.0 * lo[open_]
-            above = crawl_value(params.take(open_), trial, terms=self._terms) >= lam
-            hi[open_[above]] = trial[above]
-            lo[open_[~above]] = trial[~above]
-            open_ = open_[~above]
-        if open_.size:
-            lo[open_] = threshold_for_value(params.take(open_), lam, terms=self._terms)
-        within = np.flatnonzero(np.isfinite(hi))
-        for _ in range(_BISECT):
-            if within.size == 0:
-                break
-            mid = np.sqrt(lo[within] * hi[within])
-            above = crawl_value(params.take(within), mid, terms=self._terms) >= lam
-            hi[within[above]] = mid[above]
-            lo[within[~above]] = mid[~above]
-        self._bound[urls] = lam
-        self._bound_at[urls] = lo
+    def observe_crawls(self, url: IntArray, now: float, changed: BoolArray) -> None:
+        super().observe_crawls(url, now, changed)
+        if self._bounds is not None:
+            self._bounds.crawled(url)
 
     def select(self, now: float, k: int, host_room: IntArray) -> IntArray:
-        p = self.problem
-        if k <= 0:
+        p, bounds = self.problem, self._bounds
+        if k <= 0 or bounds is None:
             return np.empty(0, dtype=np.int64)
-        h = self.history
-        with np.errstate(invalid="ignore"):
-            shift = np.where(h.signals > 0, self._beta * h.signals, 0.0)
-        tau = np.maximum(now - h.last_crawl, 0.0) + shift
-        while True:
-            cand = np.flatnonzero(tau >= self._bound_at)
-            values = crawl_value(self._params.take(cand), tau[cand], terms=self._terms)
-            self.evaluated += cand.size
-            pick = top_k_within_room(values, k, p.host_of[cand], host_room)
-            kth = float(values[pick[-1]]) if pick.size == k else 0.0
-            if kth >= self._lam:
-                break
-            # The k-th value fell below some bounds: lower those and redo the step.
-            self._lam = _LOWER * kth
-            self._rebound(np.flatnonzero(self._bound > self._lam), self._lam)
-        self._waste += cand.size - pick.size
-        if cand.size > _CROWD * k + _SLACK and self._waste > _REBOUND_COST:
-            self._waste = 0
-            # Too many candidates: raise the bounds of those worth well below the
-            # (2k + slack)-th value, a level that one spiking URL does not move.
-            rank = min(2 * k + _SLACK, cand.size - 1)
-            lam = _MARGIN * float(-np.partition(-values, rank)[rank])
-            is_low = values < lam
-            if is_low.any() and lam > 0:
-                self._lam = max(self._lam, lam)
-                low = cand[is_low]
-                self._raise(low, lam, tau[low])
-        return np.asarray(cand[pick], dtype=np.int64)
+        tau = self._tau(now)
+        lower, upper = bounds.bounds(tau)
+        bar: float | FloatArray
+        if k == 1 and host_room.min() >= 1:  # the argmax; ties to the lower index
+            pick = np.array([np.argmax(lower)], dtype=np.int64)
+            bar = float(lower[pick[0]])
+        else:
+            pick = top_k_within_room(lower, k, p.host_of, host_room)
+            if pick.size == 0:  # no host has room
+                return pick
+            # A URL left out cannot be picked if it is worth less than the k-th pick,
+            # or than every pick of its host when those fill the host's room.
+            hosts = p.host_of[pick]
+            full = np.bincount(hosts, minlength=host_room.size) >= host_room
+            host_floor = np.full(host_room.size, np.inf)
+            np.minimum.at(host_floor, hosts, lower[pick])
+            floor = float(lower[pick[-1]]) if pick.size == k else -np.inf  # picks descend
+            bar = np.maximum(floor, np.where(full, host_floor, -np.inf)[p.host_of])
+        overlap = upper >= bar
+        overlap[pick] = False
+        ordered = pick.size == 1 or bool(
+            (lower[pick[:-1]] > np.maximum.accumulate(upper[pick][::-1])[::-1][1:]).all()
+        )
+        if ordered and not overlap.any():
+            return pick
+        exact = np.union1d(pick, np.flatnonzero(overlap))
+        near = upper >= _NEAR * float(lower[pick[-1]])
+        near[exact] = False
+        extra = np.flatnonzero(near & np.isfinite(tau))
+        if extra.size > _PREFETCH + k:
+            extra = extra[np.argsort(-upper[extra], kind="stable")[: _PREFETCH + k]]
+        values = self._exact(exact, extra, tau)
+        chosen = top_k_within_room(values, k, p.host_of[exact], host_room)
+        return np.asarray(exact[chosen], dtype=np.int64)
+
+    def _exact(self, urls: IntArray, extra: IntArray, tau: FloatArray) -> FloatArray:
+        """Exact V of URLs ``urls`` (sorted) at ``tau``; URLs ``extra`` are evaluated in
+        the same batch, and every URL evaluated takes its value as base point."""
+        assert self._bounds is not None
+        both = np.concatenate([urls, extra])
+        at = tau[both]
+        finite = np.isfinite(at)
+        values = np.empty(both.size)
+        values[~finite] = self._bounds.cap[both[~finite]]
+        if finite.any():
+            sub = both[finite]
+            v, psi = self._evaluate(sub, at[finite])
+            values[finite] = v
+            self._bounds.record(sub, at[finite], v, psi)
+        return values[: urls.size]

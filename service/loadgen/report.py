@@ -36,6 +36,10 @@ class LoadgenReport:
     ``crawls_behind`` the crawls the workers were due to ask for but had not by the
     end; ``clock_rate`` the simulated seconds per wall second; ``change_rate_per_s``
     the world's click-weighted mean change rate Σ W·Δ / Σ W (1/s).
+    ``baseline_accuracy``, ``signal_optimum_accuracy`` and ``lambda0_baseline`` are
+    those of the optimum under the hosts' crawl delays when ``host_limited``
+    (``binding_hosts`` of them bind, :mod:`service.loadgen.yardstick`), else those
+    without host limits (which then change nothing).
     """
 
     freshness: float
@@ -67,6 +71,8 @@ class LoadgenReport:
     crawls_behind: float = 0.0
     clock_rate: float = 0.0
     change_rate_per_s: float = 0.0
+    host_limited: bool = False
+    binding_hosts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -153,11 +159,21 @@ class LoadgenReport:
             f" ± {self.freshness_stderr:.4f}" + (" (behind: see below)" if self.behind else ""),
         )
         row("  same run, time-weighted", self.freshness_time_weighted)
-        row("BASELINE (continuous optimum, no signals)", base)
+        limits = ", host-limited" if self.host_limited else ""
+        row(f"BASELINE (continuous optimum, no signals{limits})", base)
         if self.signal_optimum_accuracy is not None:
-            row("continuous optimum with signals", self.signal_optimum_accuracy)
+            row(f"continuous optimum with signals{limits}", self.signal_optimum_accuracy)
         row("uniform round-robin", self.round_robin_freshness)
         console.print(table)
+        if self.host_limited:
+            console.print(
+                f"BASELINE and the optimum shown are host-limited: {self.binding_hosts} "
+                "host(s) bind at the crawl delays the service enforces"
+            )
+        else:
+            console.print(
+                "BASELINE and the optimum shown have no host limits: no host's crawl delay binds"
+            )
         console.print(
             f"{self.urls} URLs on {self.hosts} hosts, {self.simulated_seconds / 86400:.0f} "
             f"simulated days in {self.wall_seconds:.1f} s; {self.crawls} crawls "
@@ -165,7 +181,7 @@ class LoadgenReport:
             f"{self.clicks} clicks measured; {self.dispatch_per_s:.0f} dispatches/s, "
             f"{self.events_per_s:.0f} events/s; signals {'on' if self.signals else 'off'}; "
             f"λ₀ online {self.lambda0_online or float('nan'):.4g} vs "
-            f"BASELINE {self.lambda0_baseline:.4g}"
+            f"BASELINE{limits} {self.lambda0_baseline:.4g}"
         )
         for sentence in self.sentences():
             console.print(

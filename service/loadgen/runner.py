@@ -15,8 +15,9 @@ store restarting); the run goes on through such an outage, and an
 event the service acknowledged (for durability checks against the store).
 
 At the end the achieved schedule is scored against the world
-(:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum and
-uniform round-robin on the same world.
+(:func:`scheduler_core.sim.schedule_freshness`) next to the BASELINE optimum (and the
+optimum with signals), under the crawl delays the service enforces when any of them
+binds (:mod:`service.loadgen.yardstick`), and uniform round-robin on the same world.
 
 On a loaded machine the service may answer more slowly than the replayed clock
 runs: events then reach it late and workers poll it late, in simulated time.  The
@@ -39,11 +40,12 @@ import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from scheduler_core.optimal import Optimum, baseline, solve_optimum
+from scheduler_core.host_optimum import HostOptimum
 from scheduler_core.sim import CLICK, SIGNAL, World, round_robin_freshness, schedule_freshness
 from service.client import CrawlschedClient
 from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
+from service.loadgen.yardstick import yardstick
 from service.urls import canonical_url
 
 __all__ = ["LoadgenOptions", "RunRecord", "run_loadgen"]
@@ -89,15 +91,16 @@ class RunRecord:
         The schedule the service gave: URL index and fetch time of each crawl.
     lambda0 : list of (float, float)
         λ₀ as /metrics reported it, sampled about once a wall second.
-    baseline, optimum : Optimum or None
-        The continuous optimum without signals, and with them (None without signals).
+    baseline, optimum : HostOptimum or None
+        The continuous optimum without signals, and with them (None without signals),
+        under the hosts' crawl delays (:mod:`service.loadgen.yardstick`).
     """
 
     crawl_url: list[int] = field(default_factory=list)
     crawl_time: list[float] = field(default_factory=list)
     lambda0: list[tuple[float, float]] = field(default_factory=list)
-    baseline: Optimum | None = None
-    optimum: Optimum | None = None
+    baseline: HostOptimum | None = None
+    optimum: HostOptimum | None = None
 
 
 class _Timeline:
@@ -347,11 +350,9 @@ async def run_loadgen(
     log("scoring the schedule")
     crawl_url = np.asarray(run.record.crawl_url, dtype=np.int64)
     achieved = schedule_freshness(world, crawl_url, np.asarray(run.record.crawl_time))
-    base = run.record.baseline = baseline(world.params, world.budget_per_s)
     has_signals = bool(np.any(world.params.signal_rate > 0))
-    if has_signals and options.signal_optimum:
-        run.record.optimum = solve_optimum(world.params, world.budget_per_s)
-    with_signals = None if run.record.optimum is None else run.record.optimum.accuracy
+    yard = yardstick(world, signal_optimum=options.signal_optimum)
+    run.record.baseline, run.record.optimum = yard.baseline_solution, yard.optimum_solution
     crawls = len(crawl_url)
     lags = np.array(run.event_lag + run.round_lag)
     return LoadgenReport(
@@ -359,9 +360,9 @@ async def run_loadgen(
         freshness_stderr=achieved.click_stderr,
         clicks=achieved.clicks,
         freshness_time_weighted=achieved.time_weighted,
-        baseline_accuracy=base.accuracy,
+        baseline_accuracy=yard.baseline,
         round_robin_freshness=round_robin_freshness(world).click_weighted,
-        signal_optimum_accuracy=with_signals,
+        signal_optimum_accuracy=yard.optimum,
         dispatch_per_s=crawls / wall,
         events_per_s=run.events_posted / wall,
         urls=len(world.urls),
@@ -372,7 +373,9 @@ async def run_loadgen(
         budget_per_s=world.budget_per_s,
         crawl_rate_per_s=crawls / world.duration_s,
         lambda0_online=lambda0_online,
-        lambda0_baseline=base.lambda0,
+        lambda0_baseline=yard.baseline_lambda0,
+        host_limited=yard.host_limited,
+        binding_hosts=yard.binding_hosts,
         signals=has_signals,
         seed=world.seed,
         params=options.params,

@@ -316,13 +316,15 @@ class _TraceReader:
             raise TraceError(f"{self.path}: no meta line")
         if not self.urls:
             raise TraceError(f"{self.path}: no `url` lines")
-        p = np.frombuffer(self.params, dtype=np.float64).reshape(-1, 4)
+        # one contiguous array per parameter: a strided column would sum in another
+        # order than the drawn world's arrays, and the replay differ in the last bit
+        w, d, r, nu = np.frombuffer(self.params, dtype=np.float64).reshape(-1, 4).T.copy()
         try:
             return World.from_arrays(
                 self.urls,
                 self.hosts,
                 np.frombuffer(self.host_of, dtype=np.int64),
-                UrlParams.create(p[:, 0], p[:, 1], p[:, 2], p[:, 3]),
+                UrlParams.create(w, d, r, nu),
                 np.asarray(self.delays, dtype=np.float64),
                 self.meta["budget"],
                 self.meta["duration"],

@@ -63,3 +63,32 @@ def test_cli_prints_the_default_world(capsys: pytest.CaptureFixture[str], tmp_pa
     assert main(["loadgen", "--url", "http://127.0.0.1:9", "--world", str(spec)]) == 2
     assert "nonsense" in capsys.readouterr().err
     assert main(["demo", "--wall-seconds", "1"]) == 2  # below the minimum of 5
+
+
+def test_demo_scores_against_the_host_limited_optimum(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a host held back by its crawl delay, the demo's BASELINE and optimum are the
+    host-limited ones the service can reach, and the report says so."""
+    from service.loadgen.worldfile import load_spec
+    from service.loadgen.yardstick import yardstick
+
+    spec = tmp_path / "polite.json"
+    spec.write_text(
+        json.dumps(
+            {"urls": 150, "hosts": 6, "duration_days": 10, "budget_per_day": 40, "seed": 4,
+             "crawl_delay_s": {"kind": "const", "value": 7200.0}}
+        )
+    )  # fmt: skip
+    out = tmp_path / "report.json"
+    code = main(["demo", "--world", str(spec), "--wall-seconds", "5", "--params", "oracle",
+                 "--workers", "2", "--json", str(out)])  # fmt: skip
+    assert code == 0
+    report = json.loads(out.read_text())
+    expected = yardstick(World.generate(load_spec(spec)))
+    assert expected.host_limited
+    assert report["host_limited"] is True and report["binding_hosts"] == expected.binding_hosts
+    assert report["baseline_accuracy"] == expected.baseline
+    assert report["signal_optimum_accuracy"] == expected.optimum
+    text = capsys.readouterr().out
+    assert "BASELINE and the optimum shown are host-limited" in text

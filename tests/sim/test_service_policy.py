@@ -107,6 +107,57 @@ def test_simulate_command_writes_its_report(tmp_path: Path) -> None:
     assert rows["greedy"]["accuracy"] > rows["uniform"]["accuracy"]
 
 
+def test_simulate_replays_a_recorded_trace_as_the_world_it_came_from(tmp_path: Path) -> None:
+    """``--trace-out`` records the drawn world; ``--trace-in`` replays it: every figure
+    of deterministic policies (and of the optimum) is the same."""
+    spec = tmp_path / "world.json"
+    spec.write_text(json.dumps({"urls": 70, "hosts": 5, "duration_days": 15, "budget_per_day": 25}))
+    trace, drawn, replayed = tmp_path / "t.jsonl", tmp_path / "a.json", tmp_path / "b.json"
+    policies = ["-p", "greedy", "-p", "greedy-ncis", "-p", "uniform", "--host-limits"]
+    code = main(["simulate", "--world", str(spec), "--seed", "5", *policies,
+                 "--trace-out", str(trace), "--json", str(drawn)])  # fmt: skip
+    assert code == 0 and trace.stat().st_size > 0
+    assert main(["simulate", "--trace-in", str(trace), *policies, "--json", str(replayed)]) == 0
+    a, b = json.loads(drawn.read_text()), json.loads(replayed.read_text())
+    assert b["world"]["spec"] is None and a["world"]["spec"] is not None
+    for key in ("urls", "hosts", "duration_days", "budget_per_day", "signals", "seed"):
+        assert a["world"][key] == b["world"][key]
+    for key in ("baseline", "optimum", "lambda0", "binding_hosts"):
+        assert a[key] == b[key]
+    strip = ("wall_s",)
+    rows_a = [{k: v for k, v in r.items() if k not in strip} for r in a["rows"]]
+    rows_b = [{k: v for k, v in r.items() if k not in strip} for r in b["rows"]]
+    assert rows_a == rows_b
+    assert [r["policy"] for r in rows_a] == ["greedy", "greedy-ncis", "uniform"]
+
+
+def test_simulate_runs_every_policy_on_a_trace(tmp_path: Path) -> None:
+    from scheduler_core.policies import POLICY_NAMES
+    from service.loadgen.worldfile import write_trace
+
+    trace = tmp_path / "t.jsonl"
+    write_trace(world(urls=40, hosts=3, duration_days=8, budget_per_day=10.0), trace)
+    out = tmp_path / "r.json"
+    names = ["crawlsched", *POLICY_NAMES]
+    args = [x for name in names for x in ("-p", name)]
+    assert main(["simulate", "--trace-in", str(trace), *args, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["policy"] for r in rows] == names
+    assert all(r["crawls"] > 0 for r in rows)
+
+
+def test_a_trace_excludes_the_options_that_draw_a_world(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    from service.loadgen.worldfile import write_trace
+
+    write_trace(world(urls=10, hosts=2, duration_days=2), trace)
+    code = main(["simulate", "--trace-in", str(trace), "--seed", "1", "-p", "greedy"])
+    assert code == 2
+    assert "--trace-in" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

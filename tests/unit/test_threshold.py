@@ -10,7 +10,7 @@ import scheduler_core.threshold as threshold
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import UrlParams
 from scheduler_core.threshold import threshold_for_value
-from scheduler_core.value import _Model, crawl_value
+from scheduler_core.value import THRESHOLD_SPAN, _Model, crawl_value
 
 RNG = np.random.default_rng(11)
 M = 400
@@ -104,7 +104,23 @@ def test_guess_shape_is_checked() -> None:
 
 
 def test_floor_row() -> None:
-    """V ≥ Λ already at the smallest threshold searched: that threshold."""
+    """V ≥ Λ already at the smallest threshold searched, 1/(SPAN²·(Δ + ν)): that threshold."""
     p = UrlParams.create([1.0, 1.0], [0.5, 0.5], [0.5, 0.9], [0.2, 0.01])
-    out = threshold_for_value(p, [1e-30, 1e-30])
-    np.testing.assert_array_equal(out, [1e-6, 1e-6])
+    out = threshold_for_value(p, [1e-60, 1e-60])
+    np.testing.assert_array_equal(out, 1.0 / (THRESHOLD_SPAN**2 * np.array([0.7, 0.51])))
+
+
+@pytest.mark.parametrize("per_unit_s", [1e-12, 1e-6, 86_400.0, 3.2e13])
+@pytest.mark.parametrize("terms", [None, 2])
+def test_no_time_unit_is_assumed(per_unit_s: float, terms: int | None) -> None:
+    """The same URLs with time counted in another unit (rates × c, W × c): thresholds ÷ c,
+    to the search's precision, also where ι would fall below a microsecond or beyond 1e15."""
+    lam = _lam(WORLD)
+    base = threshold_for_value(WORLD, lam, terms=terms)
+    c = per_unit_s
+    scaled = UrlParams(WORLD.weight * c, WORLD.change_rate * c, WORLD.recall,
+                       WORLD.false_signal_rate * c)  # fmt: skip
+    out = threshold_for_value(scaled, lam, terms=terms)
+    assert (np.isinf(out) == np.isinf(base)).all()
+    fin = np.isfinite(base)
+    np.testing.assert_allclose(out[fin] * c, base[fin], rtol=1e-9)
