@@ -265,18 +265,25 @@ def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> Floa
     V/W = e^{−Dι}·(expm1(Dι)/D − expm1(γι)/γ) = e^{−Dι}·Σ_{k≥1} (D^k − γ^k)ι^{k+1}/(k+1)!
     with D = α + γ and D^k − γ^k = α·P_k, P_1 = 1, P_{k+1} = D·P_k + γ^k: every
     term is positive, so there is no cancellation.  Valid for Dι ≤ 2.
+
+    The terms are summed scaled by D^{k−1}, as c_k·P̃_k with c_k = ι^{k+1}D^{k−1}/(k+1)!
+    (c_{k+1} = c_k·Dι/(k+2), which shrinks) and P̃_k = P_k/D^{k−1} (P̃_{k+1} = P̃_k +
+    (γ/D)^k ≤ k+1), so that no power of a long ι overflows when D is small.
     """
     total = alpha + gamma
+    d_iota = total * iota  # ≤ 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(total > 0, gamma / total, 0.0)  # γ/D ≤ 1
     acc = np.zeros(iota.shape)
-    p_k = np.ones(iota.shape)  # P_k
-    gamma_k = gamma.copy()  # γ^k
-    coef = iota * iota / 2.0  # ι^{k+1}/(k+1)!
+    p_k = np.ones(iota.shape)  # P̃_k
+    ratio_k = ratio.copy()  # (γ/D)^k
+    coef = iota * iota / 2.0  # c_k
     for k in range(1, _SERIES_TERMS + 1):
         acc += coef * p_k
-        p_k = total * p_k + gamma_k
-        gamma_k = gamma_k * gamma
-        coef = coef * iota / (k + 2)
-    return np.asarray(np.exp(-total * iota) * alpha * acc, dtype=np.float64)
+        p_k = p_k + ratio_k
+        ratio_k = ratio_k * ratio
+        coef = coef * d_iota / (k + 2)
+    return np.asarray(np.exp(-d_iota) * alpha * acc, dtype=np.float64)
 
 
 def _sums_at(
