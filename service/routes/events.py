@@ -5,25 +5,27 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.deps import CtxDep
+from service.responses import documented
 from service.scheduler import events
 from service.schemas import BatchOut, ClicksIn, CrawlResultsIn, SignalsIn
 
 router = APIRouter(tags=["events"])
+_ANSWERS = documented(400, 401, 403, 408, 413, 422, 503)
 
 
-@router.post("/signal", response_model=BatchOut)
+@router.post("/signal", response_model=BatchOut, responses=_ANSWERS)
 async def post_signals(body: SignalsIn, ctx: CtxDep) -> BatchOut:
     """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow)."""
     return await events.ingest_signals(ctx, body.signals)
 
 
-@router.post("/click", response_model=BatchOut)
+@router.post("/click", response_model=BatchOut, responses=_ANSWERS)
 async def post_clicks(body: ClicksIn, ctx: CtxDep) -> BatchOut:
     """Requests (clicks) for cached copies: the importance signal."""
     return await events.ingest_clicks(ctx, body.clicks)
 
 
-@router.post("/crawl-result", response_model=BatchOut)
+@router.post("/crawl-result", response_model=BatchOut, responses=_ANSWERS)
 async def post_results(body: CrawlResultsIn, ctx: CtxDep) -> BatchOut:
     """Outcomes of leased fetches."""
     return await events.ingest_results(ctx, body.results)

@@ -2,39 +2,63 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from service.deps import CtxDep
+from service.error_bodies import quote
+from service.errors import NotFound
+from service.responses import documented
 from service.scheduler import registry
 from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, UrlsIn, UrlsRemoveIn
-from service.urls import canonical_url
+from service.urls import canonical_host, canonical_url
 
 router = APIRouter(tags=["frontier"])
 
 
-@router.post("/urls", response_model=RegisterOut)
+@router.post(
+    "/urls", response_model=RegisterOut, responses=documented(400, 401, 403, 408, 413, 422, 503)
+)
 async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
     """Register URLs (or update their priors)."""
     return await registry.register(ctx, body.urls)
 
 
-@router.delete("/urls", response_model=RemoveOut)
+@router.delete(
+    "/urls", response_model=RemoveOut, responses=documented(400, 401, 403, 408, 413, 422, 503)
+)
 async def remove_urls(body: UrlsRemoveIn, ctx: CtxDep) -> RemoveOut:
     """Drop URLs and their leases."""
     return RemoveOut(removed=await registry.unregister(ctx, body.urls))
 
 
-@router.get("/urls/{url:path}", response_model=UrlExplanation)
-async def explain_url(url: str, ctx: CtxDep) -> UrlExplanation:
-    """Why a URL is (not) being crawled (the URL percent-encoded or plain)."""
+@router.get(
+    "/urls/{url:path}",
+    response_model=UrlExplanation,
+    responses=documented(401, 403, 404, 408, 413, 422, 503),
+)
+async def explain_url(url: str, request: Request, ctx: CtxDep) -> UrlExplanation:
+    """Why a URL is (not) being crawled.  The URL is percent-encoded or plain; the
+    query string of a plain one is part of it (``/urls/https://q.example/p?id=1``)."""
+    query = request.scope.get("query_string", b"").decode("utf-8", "replace")
+    raw = f"{url}?{query}" if query else url
     try:
-        canonical = canonical_url(url)
-    except ValueError:
-        canonical = url  # not a URL we could have registered: explain_url says 404
+        canonical = canonical_url(raw)
+    except ValueError:  # not a URL that could have been registered
+        raise NotFound(f"URL not registered: {quote(raw)}") from None
     return await registry.explain_url(ctx, canonical)
 
 
-@router.get("/hosts/{host}", response_model=HostOut)
+@router.get(
+    "/hosts/{host}", response_model=HostOut, responses=documented(401, 403, 404, 408, 413, 422, 503)
+)
 async def explain_host(host: str, ctx: CtxDep) -> HostOut:
-    """A host's politeness gate, queue and multiplier λ_h."""
-    return await registry.explain_host(ctx, host.lower())
+    """A host's politeness gate, queue and multiplier λ_h (``host`` or ``host:port``,
+    an internationalised name in Unicode or punycode)."""
+    name, colon, port = host.rpartition(":")
+    if not (colon and port.isascii() and port.isdigit()):
+        name, colon, port = host, "", ""
+    try:
+        canonical = canonical_host(name) + colon + port
+    except ValueError:
+        raise NotFound(f"host not known: {quote(host)}") from None
+    return await registry.explain_host(ctx, canonical)

@@ -10,6 +10,7 @@ import numpy as np
 from scheduler_core.estimate.hierarchy import GroupStats
 from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
+from service.error_bodies import quote
 from service.errors import NotFound
 from service.scheduler.context import Context
 from service.scheduler.learning import (
@@ -137,7 +138,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
     now = ctx.clock.now()
     (state,) = await ctx.store.get_urls([url])
     if state is None:
-        raise NotFound(f"URL not registered: {url}")
+        raise NotFound(f"URL not registered: {quote(url)}")
     host = await ctx.store.get_host(state.host, now)
     assert host is not None, "a registered URL has a host"
     stats_lambda0 = (await ctx.store.stats(now, 0)).lambda0
@@ -259,7 +260,7 @@ async def explain_host(ctx: Context, host: str) -> HostOut:
     """
     h = await ctx.store.get_host(host, ctx.clock.now())
     if h is None:
-        raise NotFound(f"host not known: {host}")
+        raise NotFound(f"host not known: {quote(host)}")
     (stats,) = await ctx.store.get_groups([host_key(host)])
     group = GroupStats.from_tuple(stats)
     theta = group.pooled_theta
