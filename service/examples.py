@@ -1,7 +1,8 @@
 """Example bodies of the HTTP API, as the OpenAPI schema shows them (one per body).
 
 Times are Unix seconds of November 2023; every request example is accepted by a
-service whose clock reads later than its times.
+service whose clock reads later than its times.  No example holds a null: the
+published document leaves null values out.
 """
 
 from __future__ import annotations
@@ -94,12 +95,12 @@ URL_EXPLANATION: dict[str, Any] = {
     "lambda0": 41.67,
     "lambda_h": 0.0,
     "scored_threshold": 41.67,
-    "threshold_s": None,
+    "threshold_s": 2592000.0,
     "due_at": 1702592000.0,
     "due_in_s": 2591995.0,
     "freshness_probability": 0.99996,
-    "lease_id": None,
-    "lease_deadline": None,
+    "lease_id": "9f1c2e0b7a5d4c3e8b6a1f0e2d3c4b5a",
+    "lease_deadline": 1700000600.0,
     "host_gate_at": 1699998201.0,
     "clicks": 1,
     "signals": 1,
@@ -124,8 +125,7 @@ URL_EXPLANATION: dict[str, Any] = {
             "observations": 0.0,
         },  # fmt: skip
     },
-    "decision": "not worth a crawl at threshold 41.67 (its most, W/Δ, is below); "
-    "revisited at the 2592000 s cap, in 2591995 s",
+    "decision": "leased until 1700000600: a worker is fetching it",
 }
 HOST_OUT: dict[str, Any] = {
     "host": "shop.example",
@@ -137,9 +137,9 @@ HOST_OUT: dict[str, Any] = {
     "next_due_at": 1702592000.0,
     "lambda_h": 0.0,
     "threshold": 41.67,
-    "scored_threshold": None,
-    "signal_precision": None,
-    "signal_outcomes": 0.0,
+    "scored_threshold": 41.67,
+    "signal_precision": 0.884,
+    "signal_outcomes": 3.0,
 }
 HEALTH_OUT: dict[str, Any] = {
     "status": "ok", "now": 1700000005.0, "clock_rate": 1.0, "store": "memory",

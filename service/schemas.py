@@ -6,9 +6,10 @@ weighted fresh requests per crawl (MATH.md, "From values to decisions").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from service import examples
 from service.openapi import bound_by
@@ -19,6 +20,7 @@ __all__ = [
     "MAX_RATE_PER_S",
     "MAX_TIMESTAMP",
     "MIN_RATE_PER_S",
+    "MIN_RECALL",
     "BatchOut",
     "ClickIn",
     "ClicksIn",
@@ -47,6 +49,9 @@ MAX_RATE_PER_S = 1e6
 #: Smallest positive rate accepted, events per second (once in 31,700 years); below it
 #: a rate must be 0.  Ratios of accepted rates stay within 1e18, far from overflow.
 MIN_RATE_PER_S = 1e-12
+#: Smallest positive recall accepted (one change in a million announced); below it
+#: recall must be 0.  With the rate floor, a signal rate rΔ + ν stays above 1e-18/s.
+MIN_RECALL = 1e-6
 #: Longest crawl delay accepted, s: a host fetched less than once a day is blocked,
 #: not delayed (a larger delay keeps the host out of the frontier for good).
 MAX_CRAWL_DELAY_S = 86_400.0
@@ -76,24 +81,38 @@ Url = Annotated[
 ]
 
 
-def _zero_or_plausible(rate: float) -> float:
-    if 0 < rate < MIN_RATE_PER_S:
-        raise ValueError(f"a rate must be 0 or at least {MIN_RATE_PER_S:g} per second")
-    return rate
+def _zero_or_at_least(least: float, what: str) -> Callable[[float], float]:
+    def check(value: float) -> float:
+        if 0 < value < least:
+            raise ValueError(f"{what} must be 0 or at least {least:g}")
+        return value
+
+    return check
+
+
+def _zero_or_between(least: float, most: float) -> WithJsonSchema:
+    """The JSON schema of a number that is 0 or in [least, most]."""
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "const": 0},
+                {"type": "number", "minimum": least, "maximum": most},
+            ]
+        }
+    )
 
 
 Rate = Annotated[
     float,
     Field(ge=0, le=MAX_RATE_PER_S, allow_inf_nan=False),
-    AfterValidator(_zero_or_plausible),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "number", "const": 0},
-                {"type": "number", "minimum": MIN_RATE_PER_S, "maximum": MAX_RATE_PER_S},
-            ]
-        }
-    ),
+    AfterValidator(_zero_or_at_least(MIN_RATE_PER_S, "a rate (per second)")),
+    _zero_or_between(MIN_RATE_PER_S, MAX_RATE_PER_S),
+]
+Recall = Annotated[
+    float,
+    Field(ge=0, le=1, allow_inf_nan=False),
+    AfterValidator(_zero_or_at_least(MIN_RECALL, "recall")),
+    _zero_or_between(MIN_RECALL, 1.0),
 ]
 Timestamp = Annotated[
     float,
@@ -105,6 +124,16 @@ Label = Annotated[
     str, Field(min_length=1, max_length=128, pattern=_NO_SPACE), AfterValidator(_valid_unicode)
 ]
 Text = Annotated[str, AfterValidator(_valid_unicode)]
+
+
+def _whole(value: object) -> object:
+    """JSON Schema's integers include 200.0; a float with a fraction stays refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An HTTP status as JSON Schema's integers have it (``200`` or ``200.0``), never a
+#: boolean or a string; 0 for a network error.
+HttpStatus = Annotated[int, Field(ge=0, le=599), BeforeValidator(_whole)]
 
 
 class _In(BaseModel):
@@ -126,8 +155,8 @@ class UrlIn(_In):
     url: Url
     weight: Rate | None = Field(None, description="importance W, requests/s: 0 or in [1e-12, 1e6]")
     change_rate: Rate | None = Field(None, description="Δ, changes/s: 0 or in [1e-12, 1e6]")
-    recall: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = Field(
-        None, description="share of changes announced by a signal, in [0, 1]"
+    recall: Recall | None = Field(
+        None, description="share of changes announced by a signal: 0 or in [1e-6, 1]"
     )
     false_signal_rate: Rate | None = Field(
         None, description="ν, signals/s without change: 0 or in [1e-12, 1e6]"
@@ -199,9 +228,7 @@ class CrawlResultIn(_In):
     url: Url
     lease_id: Annotated[Text, Field(min_length=1, max_length=64)]
     fetched_at: Timestamp
-    status: Annotated[int, Field(ge=0, le=599)] = Field(
-        200, description="HTTP status; 0 for a network error"
-    )
+    status: HttpStatus = Field(200, description="HTTP status; 0 for a network error")
     changed: bool | None = Field(None, description="content differs from the previous copy")
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
-from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from service import examples
@@ -17,11 +16,13 @@ router = APIRouter(tags=["operations"])
 
 @router.get(
     "/metrics",
-    response_class=PlainTextResponse,
+    response_class=Response,
     responses={
         200: {
             "description": "Prometheus text exposition format",
-            "content": {"text/plain": {"example": examples.METRICS_TEXT}},
+            "content": {
+                "text/plain": {"schema": {"type": "string"}, "example": examples.METRICS_TEXT}
+            },
         },
         **documented(401, 403, 408, 413, 503),
     },

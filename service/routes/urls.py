@@ -14,9 +14,23 @@ from service.urls import canonical_host, canonical_url
 
 router = APIRouter(tags=["frontier"])
 
+#: OpenAPI link: a URL just registered can be explained (clients and fuzzers follow it).
+_EXPLAIN_REGISTERED = {
+    "ExplainFirstUrl": {
+        "operationId": "explain_url_urls__url__get",
+        "parameters": {"url": "$request.body#/urls/0/url"},
+        "description": "the first URL of the batch, as registered",
+    }
+}
+
 
 @router.post(
-    "/urls", response_model=RegisterOut, responses=documented(400, 401, 403, 408, 413, 422, 503)
+    "/urls",
+    response_model=RegisterOut,
+    responses={
+        200: {"description": "Counts of new and updated URLs", "links": _EXPLAIN_REGISTERED},
+        **documented(400, 401, 403, 408, 413, 422, 503),
+    },
 )
 async def register_urls(body: UrlsIn, ctx: CtxDep) -> RegisterOut:
     """Register URLs (or update their priors)."""
