@@ -57,7 +57,7 @@ def quote(value: object, limit: int = QUOTE_CHARS) -> str:
     else:
         text = json.dumps(
             _pruned(value, limit), ensure_ascii=False, allow_nan=True, separators=(",", ":"),
-            default=lambda v: f"<{type(v).__name__}>",
+            default=str,
         )  # fmt: skip
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 1] + _ELLIPSIS
@@ -84,6 +84,8 @@ def _plain(value: object, limit: int) -> Any:
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else quote(value)
+    if isinstance(value, BaseException):  # pydantic's ctx.error: its message
+        return quote(str(value), limit)
     return quote(value, limit)
 
 

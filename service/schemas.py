@@ -46,12 +46,13 @@ __all__ = [
 #: Largest rate accepted (weight, change rate, false-signal rate), events per second:
 #: a million a second is beyond any page; larger values only overflow the value sums.
 MAX_RATE_PER_S = 1e6
-#: Smallest positive rate accepted, events per second (once in 31,700 years); below it
-#: a rate must be 0.  Ratios of accepted rates stay within 1e18, far from overflow.
-MIN_RATE_PER_S = 1e-12
-#: Smallest positive recall accepted (one change in a million announced); below it
-#: recall must be 0.  With the rate floor, a signal rate rΔ + ν stays above 1e-18/s.
-MIN_RECALL = 1e-6
+#: Smallest positive rate accepted, events per second: a floor of the arithmetic, not of
+#: plausibility (smaller values make reciprocals and ratios overflow); below it a rate
+#: must be 0.  Ratios of accepted rates stay within 1e106.
+MIN_RATE_PER_S = 1e-100
+#: Smallest positive recall accepted, the same floor of the arithmetic: a signal rate
+#: rΔ + ν > 0 stays above 1e-200 per second, far from the subnormal numbers.
+MIN_RECALL = 1e-100
 #: Longest crawl delay accepted, s: a host fetched less than once a day is blocked,
 #: not delayed (a larger delay keeps the host out of the frontier for good).
 MAX_CRAWL_DELAY_S = 86_400.0
@@ -153,13 +154,13 @@ class UrlIn(_In):
     """
 
     url: Url
-    weight: Rate | None = Field(None, description="importance W, requests/s: 0 or in [1e-12, 1e6]")
-    change_rate: Rate | None = Field(None, description="Δ, changes/s: 0 or in [1e-12, 1e6]")
+    weight: Rate | None = Field(None, description="importance W, requests/s: 0 or in [1e-100, 1e6]")
+    change_rate: Rate | None = Field(None, description="Δ, changes/s: 0 or in [1e-100, 1e6]")
     recall: Recall | None = Field(
-        None, description="share of changes announced by a signal: 0 or in [1e-6, 1]"
+        None, description="share of changes announced by a signal: 0 or in [1e-100, 1]"
     )
     false_signal_rate: Rate | None = Field(
-        None, description="ν, signals/s without change: 0 or in [1e-12, 1e6]"
+        None, description="ν, signals/s without change: 0 or in [1e-100, 1e6]"
     )
     crawl_delay_s: (
         Annotated[float, Field(gt=0, le=MAX_CRAWL_DELAY_S, allow_inf_nan=False)] | None

@@ -187,7 +187,11 @@ def test_values_at_the_edges_of_the_bounds_are_accepted_and_stay_finite(
     clicked and explained, with every answer strict JSON (numeric warnings are errors
     here, so an overflow on the way is a 500)."""
     corners = itertools.product(
-        [0.0, 1e-12, 1e6], [0.0, 1e-12, 1e6], [0.0, 1e-6, 1.0], [0.0, 1e-12, 1e6], [True, False]
+        [0.0, 1e-100, 1e-12, 1e6],
+        [0.0, 1e-100, 1e-12, 1e6],
+        [0.0, 1e-100, 1e-6, 1.0],
+        [0.0, 1e-100, 1e6],
+        [True, False],
     )
     urls = [
         {"url": f"https://h{i}.example/p", "weight": w, "change_rate": d, "recall": r,

@@ -87,11 +87,11 @@ async def test_url_pattern_and_value_bounds_are_in_the_schema(document: dict[str
     for rate in ["weight", "change_rate", "false_signal_rate"]:
         zero, positive, null = url_in[rate]["anyOf"]
         assert zero["const"] == 0 and null == {"type": "null"}
-        assert (positive["minimum"], positive["maximum"]) == (1e-12, 1e6)
+        assert (positive["minimum"], positive["maximum"]) == (1e-100, 1e6)
     delay = url_in["crawl_delay_s"]["anyOf"][0]
     assert (delay["exclusiveMinimum"], delay["maximum"]) == (0, 86_400)
     zero, positive, _ = url_in["recall"]["anyOf"]
-    assert zero["const"] == 0 and (positive["minimum"], positive["maximum"]) == (1e-6, 1)
+    assert zero["const"] == 0 and (positive["minimum"], positive["maximum"]) == (1e-100, 1)
     assert components["ClickIn"]["properties"]["time"]["maximum"] == 1e11
 
 
