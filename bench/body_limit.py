@@ -31,7 +31,7 @@ _CHUNK = 1 << 16
 
 
 def _body(megabytes: float) -> bytes:
-    n = int(megabytes * 1e6 / 42) + 1  # ~42 bytes an item
+    n = int(megabytes * 1e6 / 40) + 1  # 40-42 bytes an item
     return json.dumps(
         {"urls": [{"url": f"https://h{i % 997}.example/p/{i}"} for i in range(n)]}
     ).encode()
