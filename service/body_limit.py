@@ -1,21 +1,26 @@
 """Bounded request bodies: at most ``max_bytes`` are read, within ``timeout_s``.
 
-A pure ASGI middleware around the app:
+A pure ASGI middleware around the app.  It counts the body as the app reads it:
 
-- a ``Content-Length`` above the limit is answered 413 at once, before a byte of the
-  body is read;
-- otherwise the body is counted as the app reads it: the read that passes the limit
-  (a chunked body, or one longer than it said) raises a 413, and a read still
-  waiting when ``timeout_s`` wall seconds have passed since the headers raises a 408.
+- a read of a body whose ``Content-Length`` is above the limit raises a 413 at once,
+  before a byte of it is taken from the server;
+- the read that passes the limit (a chunked body, or one longer than it said)
+  raises a 413;
+- a read still waiting when ``timeout_s`` wall seconds have passed since the headers
+  raises a 408.
 
 The refusals are :class:`~starlette.exceptions.HTTPException` s, so the app's own
 exception handling answers them (FastAPI passes them through its body parsing); one
-that escapes the app is answered here.  Both carry ``Connection: close``: the server
-then reads nothing more of that body.  Nothing is buffered here, so a layer inside
-that refuses a request early (authentication, routing) never makes the body be read.
+that escapes the app is answered here.  Both carry ``Connection: close``, and so does
+any answer to a request that announced too large a body: the server then reads
+nothing more of it.  Nothing is buffered or read ahead here, so a layer that refuses
+a request before reading it (authentication, routing) answers as if this were not
+there, wherever it stands.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import anyio
 from starlette.datastructures import Headers
@@ -64,15 +69,16 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            await _answer(scope, send, self._too_large())
-            return
-        reader = _Reader(self, receive, anyio.current_time() + self.timeout_s)
+        oversized = declared is not None and declared > self.max_bytes
+        reader = _Reader(self, receive, anyio.current_time() + self.timeout_s, oversized)
         started = False
 
         async def watched(message: Message) -> None:
             nonlocal started
-            started = started or message["type"] == "http.response.start"
+            if message["type"] == "http.response.start":
+                started = True
+                if oversized:  # its body stays unread: the server must not drain it
+                    message = {**message, "headers": _closing(message.get("headers", []))}
             await send(message)
 
         try:
@@ -93,16 +99,21 @@ class _Reader:
     """The app's ``receive``: counts body bytes and keeps the deadline until the body
     is complete, then defers to the server's (a disconnect)."""
 
-    def __init__(self, limit: BodyLimit, receive: Receive, deadline: float) -> None:
+    def __init__(
+        self, limit: BodyLimit, receive: Receive, deadline: float, oversized: bool
+    ) -> None:
         self.limit = limit
         self._receive = receive
         self.deadline = deadline
+        self.oversized = oversized
         self.size = 0
         self.complete = False
 
     async def receive(self) -> Message:
         if self.complete:
             return await self._receive()
+        if self.oversized:
+            raise self.limit._too_large()
         with anyio.move_on_after(self.deadline - anyio.current_time()) as waiting:
             message = await self._receive()
         if waiting.cancelled_caught:
@@ -113,6 +124,12 @@ class _Reader:
                 raise self.limit._too_large()
             self.complete = not message.get("more_body", False)
         return message
+
+
+def _closing(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """``headers`` saying ``Connection: close``."""
+    kept = [(k, v) for k, v in headers if k.lower() != b"connection"]
+    return [*kept, (b"connection", b"close")]
 
 
 async def _answer(scope: Scope, send: Send, refusal: BodyRefused) -> None:

@@ -27,8 +27,10 @@ def _connect(base_url: str, timeout_s: float = 10.0) -> socket.socket:
     return sock
 
 
-def _head(path: str, length: int | None = None, chunked: bool = False) -> bytes:
-    lines = [f"POST {path} HTTP/1.1", "Host: crawlsched", "Content-Type: application/json"]
+def _head(
+    path: str, length: int | None = None, chunked: bool = False, method: str = "POST"
+) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: crawlsched", "Content-Type: application/json"]
     if length is not None:
         lines.append(f"Content-Length: {length}")
     if chunked:
@@ -75,6 +77,23 @@ def test_declared_oversize_body_is_refused_before_a_byte_is_sent(serve: Serve) -
             status, headers, body = _read_response(sock)
             assert status == 413 and headers["connection"] == "close"
             assert json.loads(body) == {"detail": "request body larger than 65536 bytes"}
+            assert _closed_by_server(sock)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"), [("POST", "/nowhere", 404), ("GET", "/healthz", 200)]
+)
+def test_an_answer_given_without_reading_the_body_stands_and_closes(
+    serve: Serve, method: str, path: str, status: int
+) -> None:
+    """A layer that answers before reading (routing here, authentication in front of
+    the routes) keeps its answer; the unread oversized body is not drained."""
+    with serve(_app(max_body_bytes=65_536, body_timeout_s=60.0)) as base:
+        sock = _connect(base)
+        with sock:
+            sock.sendall(_head(path, length=20_000_000, method=method))
+            answer, headers, _ = _read_response(sock)
+            assert answer == status and headers["connection"] == "close"
             assert _closed_by_server(sock)
 
 
