@@ -80,7 +80,9 @@ def test_unknown_hosts_are_not_found(api: httpx.Client, host: str) -> None:
     assert api.get(f"/hosts/{quote(host)}").status_code == 404
 
 
-@settings(max_examples=300, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=300, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.from_regex(PATTERN, fullmatch=True).filter(lambda u: len(u) <= 2048))
 def test_every_url_the_pattern_admits_is_accepted_in_a_canonical_form(raw: str) -> None:
     """Canonical: ASCII host, matches the pattern, its own canonical form."""
@@ -89,7 +91,7 @@ def test_every_url_the_pattern_admits_is_accepted_in_a_canonical_form(raw: str) 
     assert canonical_url(url) == url
 
 
-@settings(max_examples=300, derandomize=True)
+@settings(max_examples=300, derandomize=True, database=None)
 @given(
     st.one_of(
         st.text(max_size=40),
