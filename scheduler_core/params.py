@@ -146,8 +146,9 @@ class UrlParams:
         """β = −ln(1 − p)/α, seconds of silence one signal is worth, shape (m,).
 
         0 where signals carry no information (rΔ = 0), ``inf`` where a signal
-        proves a change (ν = 0 < rΔ).  Computed with ``log1p`` (``MATH.md``,
-        "Numerical traps" 1).
+        proves a change (ν = 0 < rΔ) or every change is signalled (α = 0 < ν).
+        −ln(1 − p) is computed with ``log1p`` for p < 1/2 (``MATH.md``, "Numerical
+        traps" 1) and as ln(γ/ν) above, where 1 − p = ν/γ would round to 0.
         """
         informative = self.recall * self.change_rate
         gamma = self.signal_rate
@@ -156,7 +157,13 @@ class UrlParams:
         certain = (informative > 0) & (self.false_signal_rate == 0)
         out[certain] = np.inf
         noisy = (informative > 0) & (self.false_signal_rate > 0)
-        out[noisy] = -np.log1p(-informative[noisy] / gamma[noisy]) / alpha[noisy]
+        p = informative[noisy] / gamma[noisy]
+        small = p < 0.5
+        neg_log = np.empty_like(p)
+        neg_log[small] = -np.log1p(-p[small])
+        neg_log[~small] = np.log(gamma[noisy][~small] / self.false_signal_rate[noisy][~small])
+        with np.errstate(divide="ignore"):  # α = 0: one signal is worth endless silence
+            out[noisy] = neg_log / alpha[noisy]
         return out
 
     @property

@@ -10,12 +10,18 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from service import __version__, auth, observability
+from service.body_limit import BodyLimit
 from service.clock import AcceleratedClock, Clock, ManualClock, SystemClock
+from service.error_bodies import request_validation_handler, validation_error_body
 from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthenticated
+from service.methods import http_exception_handler_for
 from service.metrics import Metrics
+from service.openapi import install_openapi
 from service.routes import dispatch, events, ops, urls
 from service.scheduler.context import Context
 from service.scheduler.learning import run_learner, run_relearner
@@ -142,13 +148,21 @@ def create_app(
     observability.install(app, metrics)  # outermost: request ids, durations, access log
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
-    for module in (urls, events, dispatch, ops):
-        app.include_router(module.router)
+    routers = [module.router for module in (urls, events, dispatch, ops)]
+    for router in routers:
+        app.include_router(router)
+    install_openapi(app, settings)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s
+    )
+    app.add_exception_handler(RequestValidationError, request_validation_handler)
+    endpoints = [route for router in routers for route in router.routes]
+    app.add_exception_handler(HTTPException, http_exception_handler_for(endpoints))
 
     @app.exception_handler(InvalidInput)
     async def _invalid(_: Request, exc: InvalidInput) -> JSONResponse:
         detail = [{"loc": ["body", *exc.loc], "msg": exc.reason, "type": "value_error"}]
-        return JSONResponse({"detail": detail}, status_code=422)
+        return JSONResponse(validation_error_body(detail), status_code=422)
 
     @app.exception_handler(NotFound)
     async def _not_found(_: Request, exc: NotFound) -> JSONResponse:

@@ -187,6 +187,7 @@ def serve(
     import uvicorn
 
     from service.app import create_app
+    from service.http_timeouts import uvicorn_options
 
     setup_logging(log_level.value, log_format.value)
     settings = get_settings()
@@ -206,6 +207,7 @@ def serve(
         log_config=logging_config(log_level.value, log_format.value),
         log_level=log_level.value,
         access_log=False,  # the service logs each request itself, with its request id
+        **uvicorn_options(settings),  # header deadline, keep-alive timeout
     )
 
 

@@ -6,14 +6,22 @@ weighted fresh requests per crawl (MATH.md, "From values to decisions").
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from service import examples
 from service.explain_schemas import DueReason, ReadableExplanation
-from service.urls import MAX_URL_LENGTH, canonical_url
+from service.openapi import bound_by
+from service.urls import MAX_URL_LENGTH, URL_PATTERN, canonical_url
 
 __all__ = [
+    "MAX_CRAWL_DELAY_S",
+    "MAX_RATE_PER_S",
+    "MAX_TIMESTAMP",
+    "MIN_RATE_PER_S",
+    "MIN_RECALL",
     "BatchOut",
     "ClickIn",
     "ClicksIn",
@@ -36,16 +44,105 @@ __all__ = [
     "UrlsRemoveIn",
 ]
 
-Url = Annotated[str, Field(min_length=1, max_length=MAX_URL_LENGTH), AfterValidator(canonical_url)]
-NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-Timestamp = Annotated[float, Field(ge=0, allow_inf_nan=False, description="Unix s")]
+#: Largest rate accepted (weight, change rate, false-signal rate), events per second:
+#: a million a second is beyond any page; larger values only overflow the value sums.
+MAX_RATE_PER_S = 1e6
+#: Smallest positive rate accepted, events per second: a floor of the arithmetic, not of
+#: plausibility (smaller values make reciprocals and ratios overflow); below it a rate
+#: must be 0.  Ratios of accepted rates stay within 1e106.
+MIN_RATE_PER_S = 1e-100
+#: Smallest positive recall accepted, the same floor of the arithmetic: a signal rate
+#: rΔ + ν > 0 stays above 1e-200 per second, far from the subnormal numbers.
+MIN_RECALL = 1e-100
+#: Longest crawl delay accepted, s: a host fetched less than once a day is blocked,
+#: not delayed (a larger delay keeps the host out of the frontier for good).
+MAX_CRAWL_DELAY_S = 86_400.0
+#: Latest time accepted, Unix s (1e11 s is in the year 5138): far beyond any clock,
+#: accelerated ones included; times are also refused when they lead the clock.
+MAX_TIMESTAMP = 1e11
+
+
+def _valid_unicode(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("not valid Unicode (lone surrogate)") from None
+    return text
+
+
+Url = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_URL_LENGTH,
+        description="an http(s) URL; stored in canonical form (lower-case scheme and host, "
+        "IDNA host in punycode, no default port, no fragment)",
+        json_schema_extra={"pattern": URL_PATTERN},
+    ),
+    AfterValidator(canonical_url),
+]
+
+
+def _zero_or_at_least(least: float, what: str) -> Callable[[float], float]:
+    def check(value: float) -> float:
+        if 0 < value < least:
+            raise ValueError(f"{what} must be 0 or at least {least:g}")
+        return value
+
+    return check
+
+
+def _zero_or_between(least: float, most: float) -> WithJsonSchema:
+    """The JSON schema of a number that is 0 or in [least, most]."""
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "const": 0},
+                {"type": "number", "minimum": least, "maximum": most},
+            ]
+        }
+    )
+
+
+Rate = Annotated[
+    float,
+    Field(ge=0, le=MAX_RATE_PER_S, allow_inf_nan=False),
+    AfterValidator(_zero_or_at_least(MIN_RATE_PER_S, "a rate (per second)")),
+    _zero_or_between(MIN_RATE_PER_S, MAX_RATE_PER_S),
+]
+Recall = Annotated[
+    float,
+    Field(ge=0, le=1, allow_inf_nan=False),
+    AfterValidator(_zero_or_at_least(MIN_RECALL, "recall")),
+    _zero_or_between(MIN_RECALL, 1.0),
+]
+Timestamp = Annotated[
+    float,
+    Field(ge=0, le=MAX_TIMESTAMP, allow_inf_nan=False, description="Unix s, at most 1e11"),
+]
+#: Words without white space or control characters (the same set in every regex dialect).
+_NO_SPACE = r"^[^\x00-\x20\x7f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$"
+Label = Annotated[
+    str, Field(min_length=1, max_length=128, pattern=_NO_SPACE), AfterValidator(_valid_unicode)
+]
+Text = Annotated[str, AfterValidator(_valid_unicode)]
+
+
+def _whole(value: object) -> object:
+    """JSON Schema's integers include 200.0; a float with a fraction stays refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An HTTP status as JSON Schema's integers have it (``200`` or ``200.0``), never a
+#: boolean or a string; 0 for a network error.
+HttpStatus = Annotated[int, Field(ge=0, le=599), BeforeValidator(_whole)]
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A request body: unknown fields refused; no type coercion (``false`` is not a
+    number, ``"1"`` not a number, ``0`` not a boolean), as the JSON schema states."""
 
-
-Label = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^\S+$")]
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class UrlIn(_In):
@@ -58,14 +155,19 @@ class UrlIn(_In):
     """
 
     url: Url
-    weight: NonNegative | None = Field(None, description="importance W, requests/s")
-    change_rate: NonNegative | None = Field(None, description="Δ, changes/s")
-    recall: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, description="share of changes announced by a signal"
+    weight: Rate | None = Field(None, description="importance W, requests/s: 0 or in [1e-100, 1e6]")
+    change_rate: Rate | None = Field(None, description="Δ, changes/s: 0 or in [1e-100, 1e6]")
+    recall: Recall | None = Field(
+        None, description="share of changes announced by a signal: 0 or in [1e-100, 1]"
     )
-    false_signal_rate: NonNegative | None = Field(None, description="ν, signals/s without change")
-    crawl_delay_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
-        None, description="politeness of the URL's host: seconds between two fetches"
+    false_signal_rate: Rate | None = Field(
+        None, description="ν, signals/s without change: 0 or in [1e-100, 1e6]"
+    )
+    crawl_delay_s: (
+        Annotated[float, Field(gt=0, le=MAX_CRAWL_DELAY_S, allow_inf_nan=False)] | None
+    ) = Field(
+        None,
+        description="politeness of the URL's host: seconds between two fetches, in (0, 86400]",
     )
     last_crawled_at: Timestamp | None = Field(None, description="fetch time of a copy already held")
     label: Label | None = Field(
@@ -75,8 +177,18 @@ class UrlIn(_In):
     fixed: bool = Field(False, description="the given parameters are truths, not priors")
 
 
+def _batch(what: str) -> Any:
+    return Field(
+        min_length=1,
+        description=f"{what}; at most `max_batch` (CRAWLSCHED_MAX_BATCH) per request",
+        json_schema_extra=bound_by("max_batch"),
+    )
+
+
 class UrlsIn(_In):
-    urls: list[UrlIn] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.URLS_IN]})
+
+    urls: list[UrlIn] = _batch("URLs to register or update")
     keep_known: bool = Field(
         False,
         description="leave URLs already registered as they are (discovered links): only new "
@@ -85,7 +197,9 @@ class UrlsIn(_In):
 
 
 class UrlsRemoveIn(_In):
-    urls: list[Url] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.URLS_REMOVE_IN]})
+
+    urls: list[Url] = _batch("URLs to drop")
 
 
 class SignalIn(_In):
@@ -93,11 +207,13 @@ class SignalIn(_In):
 
     url: Url
     time: Timestamp
-    source: Annotated[str, Field(max_length=128)] | None = None
+    source: Annotated[Text, Field(max_length=128)] | None = None
 
 
 class SignalsIn(_In):
-    signals: list[SignalIn] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.SIGNALS_IN]})
+
+    signals: list[SignalIn] = _batch("change-indicating signals")
 
 
 class ClickIn(_In):
@@ -108,26 +224,30 @@ class ClickIn(_In):
 
 
 class ClicksIn(_In):
-    clicks: list[ClickIn] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.CLICKS_IN]})
+
+    clicks: list[ClickIn] = _batch("requests (clicks)")
 
 
 class CrawlResultIn(_In):
     """Outcome of a leased fetch."""
 
     url: Url
-    lease_id: Annotated[str, Field(min_length=1, max_length=64)]
+    lease_id: Annotated[Text, Field(min_length=1, max_length=64)]
     fetched_at: Timestamp
-    status: Annotated[int, Field(ge=0, le=599)] = Field(
-        200, description="HTTP status; 0 for a network error"
-    )
+    status: HttpStatus = Field(200, description="HTTP status; 0 for a network error")
     changed: bool | None = Field(None, description="content differs from the previous copy")
 
 
 class CrawlResultsIn(_In):
-    results: list[CrawlResultIn] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.CRAWL_RESULTS_IN]})
+
+    results: list[CrawlResultIn] = _batch("outcomes of leased fetches")
 
 
 class RegisterOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.REGISTER_OUT]})
+
     created: int
     updated: int
     kept: int | None = Field(
@@ -136,6 +256,8 @@ class RegisterOut(BaseModel):
 
 
 class RemoveOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.REMOVE_OUT]})
+
     removed: int
 
 
@@ -146,6 +268,8 @@ class IgnoredEvent(BaseModel):
 
 class BatchOut(BaseModel):
     """Counts of a batch; ``ignored`` lists the events that changed nothing, and why."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.BATCH_OUT]})
 
     accepted: int
     ignored: list[IgnoredEvent]
@@ -162,6 +286,8 @@ class LeaseOut(BaseModel):
 
 
 class NextOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.NEXT_OUT]})
+
     now: float
     leases: list[LeaseOut]
 
@@ -190,6 +316,8 @@ class LearningOut(BaseModel):
 
 class UrlExplanation(BaseModel):
     """Why a URL is (not) being crawled: parameters, state, value and threshold."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.URL_EXPLANATION]})
 
     url: str
     host: str
@@ -232,6 +360,8 @@ class UrlExplanation(BaseModel):
 
 
 class HostOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.HOST_OUT]})
+
     host: str
     crawl_delay_s: float
     gate_at: float | None
@@ -250,6 +380,8 @@ class HostOut(BaseModel):
 
 
 class HealthOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [examples.HEALTH_OUT]})
+
     status: str
     now: float
     clock_rate: float

@@ -69,6 +69,18 @@ class Settings(BaseSettings):
     lease_history: int = Field(200_000, ge=1000, description="settled leases remembered")
     max_next: int = Field(1000, ge=1, description="largest n accepted by GET /next")
     max_batch: int = Field(10_000, ge=1, description="largest batch accepted by POST routes")
+    max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="largest request body read, bytes (413 beyond)"
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="wall s a request body may take to arrive after its headers (408)"
+    )
+    header_timeout_s: float = Field(
+        10.0, gt=0, description="wall s request headers may take (connection closed beyond)"
+    )
+    keep_alive_s: float = Field(
+        5.0, gt=0, description="wall s an idle keep-alive connection stays open"
+    )
     dispatch_ahead: bool = Field(
         True, description="fill /next with not-yet-due URLs (below threshold) when too few are due"
     )

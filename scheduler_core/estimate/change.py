@@ -114,7 +114,7 @@ def _damped_step(
     m = current.shape[0]
     ds = tuple(np.where(active, d, 0.0) for d in directions)
     step = np.ones(m)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # inf: no cap
         for x, d in zip(points, ds, strict=True):
             step = np.minimum(step, np.where(d < 0, -0.9 * x / d, 1.0))
     new = tuple(x.copy() for x in points)

@@ -6,13 +6,17 @@ from fastapi import APIRouter
 
 from service.auth import Role, require
 from service.deps import CtxDep, IdempotencyKeyHeader
+from service.responses import documented
 from service.scheduler import events
 from service.schemas import BatchOut, ClicksIn, CrawlResultsIn, SignalsIn
 
 router = APIRouter(tags=["events"])
+_ANSWERS = documented(400, 401, 403, 408, 413, 422, 503)
 
 
-@router.post("/signal", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
+@router.post(
+    "/signal", response_model=BatchOut, responses=_ANSWERS, dependencies=[require(Role.EVENTS)]
+)
 async def post_signals(
     body: SignalsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:
@@ -20,7 +24,9 @@ async def post_signals(
     return await events.ingest_signals(ctx, body.signals, idempotency_key)
 
 
-@router.post("/click", response_model=BatchOut, dependencies=[require(Role.EVENTS)])
+@router.post(
+    "/click", response_model=BatchOut, responses=_ANSWERS, dependencies=[require(Role.EVENTS)]
+)
 async def post_clicks(
     body: ClicksIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:
@@ -28,7 +34,12 @@ async def post_clicks(
     return await events.ingest_clicks(ctx, body.clicks, idempotency_key)
 
 
-@router.post("/crawl-result", response_model=BatchOut, dependencies=[require(Role.WORKER)])
+@router.post(
+    "/crawl-result",
+    response_model=BatchOut,
+    responses=_ANSWERS,
+    dependencies=[require(Role.WORKER)],
+)
 async def post_results(
     body: CrawlResultsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:

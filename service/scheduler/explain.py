@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from scheduler_core.due import due_time_and_cause, value_due_time
 from service import humanize as hz
+from service.error_bodies import quote
 from service.errors import NotFound
 from service.explain_schemas import DueReason, ReadableExplanation
 from service.scheduler.context import Context
@@ -170,7 +171,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
     now = ctx.clock.now()
     (state,) = await ctx.store.get_urls([url])
     if state is None:
-        raise NotFound(f"URL not registered: {url}")
+        raise NotFound(f"URL not registered: {quote(url)}")
     host = await ctx.store.get_host(state.host, now)
     assert host is not None, "a registered URL has a host"
     stats_lambda0 = (await ctx.store.stats(ctx.clock, 0)).lambda0

@@ -11,6 +11,7 @@ import numpy as np
 from scheduler_core.estimate.hierarchy import GroupStats
 from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
+from service.error_bodies import quote
 from service.errors import NotFound
 from service.scheduler.context import Context
 from service.scheduler.explain import explain_url
@@ -133,7 +134,7 @@ async def explain_host(ctx: Context, host: str) -> HostOut:
     """
     h = await ctx.store.get_host(host, ctx.clock.now())
     if h is None:
-        raise NotFound(f"host not known: {host}")
+        raise NotFound(f"host not known: {quote(host)}")
     (stats,) = await ctx.store.get_groups([host_key(host)])
     group = GroupStats.from_tuple(stats)
     theta = group.pooled_theta
