@@ -40,6 +40,7 @@ from service.store.base import (
     UrlState,
     shard_of,
 )
+from service.store.columns import LeaseColumns, columns_of
 from service.store.memory_records import Answers, Host, Lease, Shard, Url
 
 __all__ = ["MemoryStore"]
@@ -383,6 +384,12 @@ class MemoryStore:
     ) -> Leases:
         t = read_time(now)  # once, when the store decides
         return Leases(t, self._lease(t, n, lease_ttl_s, dispatch_ahead))
+
+    async def lease_columns(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        t = read_time(now)
+        return columns_of(t, self._lease(t, n, lease_ttl_s, dispatch_ahead))
 
     def _lease(
         self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool

@@ -328,6 +328,8 @@ class RedisStore(RedisDispatch):
             return False
 
     async def close(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
         try:
             await self._flush()
         except (RedisError, StoreUnavailable):
