@@ -4,20 +4,25 @@ While a lease call is in flight, the calls that arrive wait and then go out toge
 as the next call, for the sum of their sizes; its leases are split among them in
 arrival order (the first caller gets the first rows: the most overdue).  One sorted
 set of all hosts hands out the same URLs to one call of n₁ + n₂ as to a call of n₁
-followed by a call of n₂ (each host gives one URL per call and its gate closes), so
-coalescing changes how many round trips a burst costs, not what it gets.
+followed by a call of n₂ as long as each host's gate stays closed between the two (a
+host gives one URL per call); when the joint call comes back short, the callers not
+yet served in full go out again, as their own calls would have, until a call gives
+nothing more.  Coalescing changes how many round trips a burst costs, not what it
+gets.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from service.clock import TimeSource
 from service.store.columns import LeaseColumns
 
-__all__ = ["LeaseCoalescer", "take_rows"]
+__all__ = ["LeaseCoalescer", "join_rows", "take_rows"]
 
 LeaseFn = Callable[[TimeSource, int, float, bool], Awaitable[LeaseColumns]]
 
@@ -31,12 +36,25 @@ def take_rows(cols: LeaseColumns, start: int, stop: int) -> LeaseColumns:
     )  # fmt: skip
 
 
+def join_rows(parts: Sequence[LeaseColumns]) -> LeaseColumns:
+    """Batches of leases one after the other; ``now`` is the latest reading."""
+    if len(parts) == 1:
+        return parts[0]
+    return LeaseColumns(
+        max(p.now for p in parts), [x for p in parts for x in p.lease_ids],
+        [x for p in parts for x in p.urls], [x for p in parts for x in p.hosts],
+        np.concatenate([p.deadline for p in parts]), np.concatenate([p.gated for p in parts]),
+        np.concatenate([p.threshold for p in parts]), np.concatenate([p.state for p in parts]),
+    )  # fmt: skip
+
+
 @dataclass
 class _Waiting:
     key: tuple[float, float, bool]
     now: TimeSource
     n: int
     future: asyncio.Future[LeaseColumns] = field(repr=False)
+    parts: list[LeaseColumns] = field(default_factory=list)
 
 
 class LeaseCoalescer:
@@ -87,19 +105,33 @@ class LeaseCoalescer:
     async def _serve(self, batch: list[_Waiting]) -> None:
         first = batch[0]
         _, ttl, ahead = first.key
+        need = {id(w): w.n for w in batch}
         try:
-            cols = await self._lease(first.now, sum(w.n for w in batch), ttl, ahead)
+            while batch:
+                total = sum(need[id(w)] for w in batch)
+                cols = await self._lease(first.now, total, ttl, ahead)
+                start, short = 0, []
+                for w in batch:
+                    stop = min(start + need[id(w)], len(cols))
+                    if stop > start:
+                        w.parts.append(take_rows(cols, start, stop))
+                        need[id(w)] -= stop - start
+                    start = stop
+                    if need[id(w)] and len(cols):
+                        short.append(w)  # served again, as its own call would be
+                    else:
+                        _resolve(w, cols)
+                batch = short
         except Exception as exc:
             for w in batch:
                 if not w.future.done():
                     w.future.set_exception(exc)
-        else:
-            start = 0
-            for w in batch:
-                stop = min(start + w.n, len(cols))
-                if not w.future.done():
-                    w.future.set_result(take_rows(cols, start, stop))
-                start = stop
         finally:
             self._busy = False
             self._next()
+
+
+def _resolve(w: _Waiting, last: LeaseColumns) -> None:
+    """Answer ``w`` with its leases (none: the empty rows of the ``last`` call)."""
+    if not w.future.done():
+        w.future.set_result(join_rows(w.parts) if w.parts else take_rows(last, 0, 0))

@@ -6,6 +6,7 @@ one per node to lease.  Counted with ``INFO commandstats`` on real servers."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections.abc import AsyncIterator, Iterator
 
@@ -154,3 +155,21 @@ async def test_concurrent_calls_are_coalesced_in_arrival_order(
     for k, cols in enumerate(answers):
         assert cols.hosts == [f"h{h}.example" for h in range(5 * k, 5 * k + 5)]
     assert len({u for cols in answers for u in cols.urls}) == 30
+
+
+async def test_a_joint_call_that_comes_back_short_is_followed_up(
+    server: LocalRedis, store: RedisStore
+) -> None:
+    """Three hosts without crawl delay, four callers of two URLs at once: a host gives
+    one URL per call, so the joint call of six gets three; the callers not served in
+    full go out again, and each ends with two, as four calls one after the other would."""
+    records = [
+        dataclasses.replace(r, crawl_delay_s=0.0, threshold_s=100.0 + j)
+        for j, r in enumerate(_records(3, 4))
+    ]
+    await store.upsert_urls(records, T0)
+    answers = await asyncio.gather(
+        *(store.lease_columns(T0 + 1_000.0, 2, 60.0, False) for _ in range(4))
+    )
+    assert [len(cols) for cols in answers] == [2, 2, 2, 2]
+    assert len({u for cols in answers for u in cols.urls}) == 8

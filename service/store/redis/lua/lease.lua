@@ -74,14 +74,22 @@ for s = 1, S do
   reclaim(now, history)
 end
 
--- a < b for host names, bytewise (Lua's own `<` on strings follows the locale)
-local function bytes_less(a, b)
+-- a < b for host names, bytewise (the order of a sorted set's members of one score).
+-- Lua's own `<` on strings follows the server's collation locale: the "C" locale (and
+-- C.UTF-8) is bytewise; the probes below tell it from the usual others (which fold case
+-- and skip punctuation), and any other locale takes the byte loop.
+local function byte_loop_less(a, b)
   local n = math.min(#a, #b)
   for i = 1, n do
     local x, y = string.byte(a, i), string.byte(b, i)
     if x ~= y then return x < y end
   end
   return #a < #b
+end
+local bytes_less = byte_loop_less
+if 'B' < 'a' and '-' < '.' and 'a-b' < 'a.a' and '9' < 'A' and 'Z' < '_' and 'ab' < 'abc'
+  and not ('a.a' < 'a-b') then
+  bytes_less = function(a, b) return a < b end
 end
 
 -- Per shard, a cursor over its hosts in ready-set order: `due` ones (readiness <= now)

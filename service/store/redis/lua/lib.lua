@@ -1,7 +1,7 @@
 -- Prelude of every crawlsched script (prepended when the scripts are registered).
 --
 -- KEYS (built by service/store/redis/keys.py; all carry the shard's hash tag, so a
--- script touches one slot):
+-- script touches one slot; lease.lua alone touches every shard of one node, see there):
 --   KEYS[1]  meta        hash   counters of the shard: urls, expired, lseq
 --   KEYS[2]  hosts       hash   host -> packed host record (HOST layout below)
 --   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix s
