@@ -14,7 +14,8 @@ import pytest
 import redis
 
 from scheduler_core.multipliers import TrackerConfig
-from service.store.base import DispatchObservation, UrlRecord
+from service.store.base import DispatchObservation, UrlRecord, shard_of
+from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from service.store.redis.local import LocalCluster, LocalRedis
 
@@ -173,3 +174,31 @@ async def test_a_joint_call_that_comes_back_short_is_followed_up(
     )
     assert [len(cols) for cols in answers] == [2, 2, 2, 2]
     assert len({u for cols in answers for u in cols.urls}) == 8
+
+
+async def test_ties_across_shards_break_by_host_name_bytewise(store: RedisStore) -> None:
+    """Hosts due at the same instant in different shards go out in the byte order of
+    their names (as one sorted set of all hosts, and the memory store, order them),
+    punctuation and digits included."""
+    names = ["a-b.example", "a.example", "a0.example", "a_.example", "ab.example", "a9-.example"]
+    records = [
+        UrlRecord(
+            url=f"https://{name}/",
+            host=name,
+            weight=1.0,
+            change_rate=0.01,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=100.0,
+            scored_lambda=1.0,
+            last_crawled_at=T0,
+        )  # fmt: skip
+        for name in names
+    ]
+    assert len({shard_of(n, SHARDS) for n in names}) > 1
+    memory = MemoryStore(shards=SHARDS)
+    for s in (store, memory):
+        await s.upsert_urls(records, T0)
+    leased = [(await s.lease_columns(T0 + 500.0, 6, 60.0, False)).hosts for s in (store, memory)]
+    assert leased[0] == leased[1] == sorted(names, key=str.encode)
