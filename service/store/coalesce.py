@@ -66,6 +66,7 @@ class LeaseCoalescer:
         self._lease = lease
         self._queue: list[_Waiting] = []
         self._busy = False
+        self._serving: asyncio.Task[None] | None = None
 
     async def __call__(
         self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
@@ -100,7 +101,8 @@ class LeaseCoalescer:
             self._next()
             return
         self._busy = True
-        asyncio.get_running_loop().create_task(self._serve(batch))
+        # kept: the loop holds only a weak reference to a task
+        self._serving = asyncio.get_running_loop().create_task(self._serve(batch))
 
     async def _serve(self, batch: list[_Waiting]) -> None:
         first = batch[0]
