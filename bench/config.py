@@ -38,6 +38,7 @@ class Config:
     seed: int
     json_out: Path | None
     profile: Path | None
+    store: str = "redis"  # the API's store: "redis" (a private redis-server) or "memory"
 
     @property
     def per_host(self) -> int:

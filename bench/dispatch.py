@@ -90,11 +90,17 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     p.add_argument(
         "--profile", type=Path, default=None, help="py-spy the API into this folder (raw stacks)"
     )
+    p.add_argument(
+        "--store",
+        choices=("redis", "memory"),
+        default="redis",
+        help="the API's store (memory: the embedded one; raw Redis is measured either way)",
+    )
     a = p.parse_args(argv)
     return Config(
         urls=a.urls, hosts=min(a.hosts, a.urls), seconds=a.seconds, workers=a.workers, n=a.n,
         event_batch=a.event_batch, load_budget=a.load_budget, load_workers=a.load_workers,
-        warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile,
+        warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile, store=a.store,
     )  # fmt: skip
 
 

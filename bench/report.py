@@ -43,8 +43,9 @@ def build_table(rep: Report) -> Table:
     """The one table of the run."""
     cfg = rep.cfg
     t = Table(
-        title=f"crawlsched dispatch bench: {cfg.urls:,} URLs, {cfg.hosts:,} hosts, one API "
-        f"process, {cfg.workers} connections, {os.cpu_count()} cores, "
+        title=f"crawlsched dispatch bench: {cfg.store} store, {cfg.urls:,} URLs, "
+        f"{cfg.hosts:,} hosts, one API process, {cfg.workers} connections, "
+        f"{os.cpu_count()} cores, "
         f"wall {rep.wall_s:.0f} s",
         show_lines=True,
     )
@@ -66,7 +67,7 @@ def build_table(rep: Report) -> Table:
             f"process; {rep.notes.get('load_direct', '')}",
         )  # fmt: skip
     sample = rep.mem_sample
-    for label, used, extra in (
+    memory_rows = (
         ("after load", rep.mem_loaded,
          f"empty {rep.mem_empty / 1e6:.1f} MB → {used_memory_mb(rep.mem_loaded)}; "
          f"MEMORY USAGE per URL of one host: queue {sample.get('queue', 0):.0f} B "
@@ -74,7 +75,8 @@ def build_table(rep: Report) -> Table:
          f"({sample.get('urls_encoding')})"),
         ("after dispatch", rep.mem_dispatched,
          f"{used_memory_mb(rep.mem_dispatched)} with the leases of (a) out"),
-    ):  # fmt: skip
+    )  # fmt: skip
+    for label, used, extra in memory_rows if cfg.store == "redis" else ():
         per = rep.per_url(used)
         t.add_row(
             f"Redis memory per URL, {label} (B)",
@@ -177,7 +179,9 @@ def report_json(rep: Report) -> dict[str, Any]:
         "api_exit_s": rep.api_exit_s,
         "leases_topped_up": rep.topped_up,
         "load": vars(rep.load),
-        "memory": {
+        "memory": None
+        if rep.cfg.store != "redis"
+        else {
             "empty": rep.mem_empty,
             "loaded": rep.mem_loaded,
             "dispatched": rep.mem_dispatched,

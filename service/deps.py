@@ -11,8 +11,8 @@ from service.scheduler.context import Context
 __all__ = ["CtxDep", "IdempotencyKeyHeader", "get_context"]
 
 
-def get_context(request: Request) -> Context:
-    """The app's use-case context."""
+async def get_context(request: Request) -> Context:
+    """The app's use-case context (async: no thread hop)."""
     return cast(Context, request.app.state.context)
 
 

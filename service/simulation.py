@@ -1,7 +1,7 @@
 """The service's own scheduling, run by the simulator: no HTTP, nothing mocked.
 
 :class:`ServicePolicy` is a :class:`~scheduler_core.policies.base.Policy` whose
-decisions come from the service's use cases (``register``, ``next_urls``,
+decisions come from the service's use cases (``register``, ``dispatch``,
 ``ingest_signals``, ``ingest_results``, ``rescore_once``) over the embedded
 memory store and a manual clock that the simulator moves.  What
 ``crawlsched simulate --policy crawlsched`` measures is therefore what the
@@ -25,7 +25,7 @@ from service.app import build_store
 from service.clock import ManualClock
 from service.metrics import Metrics
 from service.scheduler.context import Context
-from service.scheduler.dispatch import next_urls
+from service.scheduler.dispatch import dispatch
 from service.scheduler.events import ingest_clicks, ingest_results, ingest_signals
 from service.scheduler.learning import flush_relearn, learn_pass
 from service.scheduler.registry import register
@@ -239,12 +239,12 @@ class ServicePolicy(Policy):
             self._next_rescore = now + self.rescore_every_s
         chosen: list[int] = []
         while len(chosen) < k:
-            out = self._run(next_urls(self.context, k - len(chosen)))
-            if not out.leases:
+            cols = self._run(dispatch(self.context, k - len(chosen))).leases
+            if not len(cols):
                 break
-            for lease in out.leases:
-                i = self._index[lease.url]
-                self._leases[i] = lease.lease_id
+            for url, lease_id in zip(cols.urls, cols.lease_ids, strict=True):
+                i = self._index[url]
+                self._leases[i] = lease_id
                 chosen.append(i)
             # A host gives one URL per crawl delay: let its gate open for the rest.
             self._clock.advance(_NO_LIMIT_DELAY_S)

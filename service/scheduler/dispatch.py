@@ -3,32 +3,51 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
-from scheduler_core.due import value_due_time
+from scheduler_core.params import FloatArray
 from service.errors import InvalidInput
 from service.scheduler.context import Context
-from service.scheduler.scoring import values_at
+from service.scheduler.scoring import due_by_revisit_cap, values_of_columns
 from service.schemas import LeaseOut, NextOut
-from service.store.base import DispatchObservation, UrlState
+from service.store.base import DispatchObservation
+from service.store.columns import LeaseColumns
 
-__all__ = ["next_urls"]
+__all__ = ["Dispatched", "dispatch", "next_urls"]
 
 
-def _due_by_revisit_cap(state: UrlState, max_revisit_s: float) -> bool:
-    """The URL went out because of the revisit cap, not its value: it says nothing of λ."""
-    if state.last_crawl_at is None:
-        return False
-    value_due = value_due_time(
-        last_crawl_at=state.last_crawl_at,
-        threshold_s=state.threshold_s,
-        signal_time_equivalent_s=state.signal_time_equivalent_s,
-        signals_since_crawl=state.signals_since_crawl,
-        last_signal_at=state.last_signal_at,
-    )
-    return value_due > state.last_crawl_at + max_revisit_s
+class Dispatched(NamedTuple):
+    """The leases of one dispatch, as columns, with their crawl values (shape (m,))."""
+
+    leases: LeaseColumns
+    values: FloatArray
 
 
 async def next_urls(ctx: Context, n: int) -> NextOut:
+    """:func:`dispatch`, the answer as the ``GET /next`` model (the route itself encodes
+    the columns directly)."""
+    cols, values = await dispatch(ctx, n)
+    due_at = cols.state["due_at"].tolist()
+    return NextOut(
+        now=cols.now,
+        leases=[
+            LeaseOut(
+                url=cols.urls[i],
+                host=cols.hosts[i],
+                lease_id=cols.lease_ids[i],
+                deadline=d,
+                crawl_value=v,
+                threshold=t,
+                due_at=due_at[i],
+            )  # fmt: skip
+            for i, (d, v, t) in enumerate(
+                zip(cols.deadline.tolist(), values.tolist(), cols.threshold.tolist(), strict=True)
+            )
+        ],
+    )
+
+
+async def dispatch(ctx: Context, n: int) -> Dispatched:
     """Lease up to ``n`` URLs of highest crawl value, within every host's politeness.
 
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
@@ -36,7 +55,8 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     the URLs due soonest (below threshold, which pulls λ₀ down).  The values at
     dispatch feed the λ₀ / λ_h estimates (a URL held back by its host's gate feeds
     λ_h, once λ₀ has an estimate), except those of URLs due only by the revisit cap
-    (their value is below any threshold by construction).
+    (their value is below any threshold by construction).  The leases come as
+    columns and the values are computed on them (no per-URL state object).
 
     Raises
     ------
@@ -47,37 +67,24 @@ async def next_urls(ctx: Context, n: int) -> NextOut:
     if not 1 <= n <= s.max_next:
         raise InvalidInput(("n",), f"must lie in [1, {s.max_next}]")
     # the store reads the clock when it decides (Redis: its own TIME)
-    now, grants = await ctx.store.lease_next(ctx.clock, n, s.lease_ttl_s, s.dispatch_ahead)
-    states = [g.state for g in grants]
-    values = values_at(states, now, s.value_terms)
+    cols = await ctx.store.lease_columns(ctx.clock, n, s.lease_ttl_s, s.dispatch_ahead)
+    values = values_of_columns(cols.state, cols.now, s.value_terms)
+    logs = [math.log(v) if v > 0 else -math.inf for v in values.tolist()]
+    counted = (~due_by_revisit_cap(cols.state, s.max_revisit_s)).tolist()
+    gated = cols.gated.tolist()
+    thresholds = cols.threshold.tolist()
     await ctx.store.observe_dispatch(
         [
             # until λ₀ has an estimate (Λ_h = 0) a gated dispatch is none of λ_h's
             # business: it counts for λ₀, or λ₀ could wait forever where politeness
             # binds from the first dispatch on
-            DispatchObservation(
-                g.state.host, math.log(v) if v > 0 else -math.inf, g.gated and g.threshold > 0
-            )
-            for g, v in zip(grants, values, strict=True)
-            if not _due_by_revisit_cap(g.state, s.max_revisit_s)
+            DispatchObservation(cols.hosts[i], logs[i], gated[i] and thresholds[i] > 0)
+            for i in range(len(cols))
+            if counted[i]
         ],
         ctx.tracker,
     )
     ctx.metrics.dispatch_requested.inc(n)
-    ctx.metrics.dispatched.inc(len(grants))
-    ctx.metrics.dispatch_shortfall.inc(n - len(grants))
-    return NextOut(
-        now=now,
-        leases=[
-            LeaseOut(
-                url=g.state.url,
-                host=g.state.host,
-                lease_id=g.lease_id,
-                deadline=g.deadline,
-                crawl_value=float(v),
-                threshold=g.threshold,
-                due_at=g.state.due_at,
-            )
-            for g, v in zip(grants, values, strict=True)
-        ],
-    )
+    ctx.metrics.dispatched.inc(len(cols))
+    ctx.metrics.dispatch_shortfall.inc(n - len(cols))
+    return Dispatched(cols, values)

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_core.freshness import freshness_probability
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.threshold import threshold_for_value
 from scheduler_core.value import crawl_value
 
-__all__ = ["effective_elapsed", "freshness_at", "params_of", "thresholds", "values_at"]
+__all__ = [
+    "due_by_revisit_cap",
+    "effective_elapsed",
+    "freshness_at",
+    "params_of",
+    "thresholds",
+    "values_at",
+    "values_of_columns",
+]
 
 
 class _HasParams(Protocol):
@@ -76,6 +85,55 @@ def values_at(states: Sequence[_HasState], now: float, terms: int | None) -> Flo
     if not states:
         return np.empty(0)
     return crawl_value(params_of(states), effective_elapsed(states, now), terms=terms)
+
+
+def _shift(state: npt.NDArray[Any]) -> FloatArray:
+    """β·n per URL, 0 where n = 0 (whatever β), shape (m,)."""
+    n = state["signals_since_crawl"].astype(np.float64)
+    out: FloatArray = np.zeros(len(state))
+    np.multiply(state["signal_time_equivalent_s"], n, out=out, where=n > 0)
+    return out
+
+
+def values_of_columns(state: npt.NDArray[Any], now: float, terms: int | None) -> FloatArray:
+    """Crawl value V(τeff) at ``now`` of URLs given as columns, shape (m,): the same
+    numbers as :func:`values_at` on their snapshots, computed on the arrays.
+
+    Parameters
+    ----------
+    state : ndarray, shape (m,), structured
+        The fields of :data:`service.store.columns.URL_COLUMNS` (times Unix s, NaN =
+        none; rates 1/s).
+    now : float
+        Unix s.
+    terms : int or None
+        Series terms of the crawl value (MATH.md, "Crawl value").
+    """
+    if len(state) == 0:
+        return np.empty(0)
+    params = UrlParams.create(
+        weight=state["weight"], change_rate=state["change_rate"], recall=state["recall"],
+        false_signal_rate=state["false_signal_rate"],
+    )  # fmt: skip
+    last = state["last_crawl_at"]
+    never = np.isnan(last)
+    elapsed = np.maximum(now - np.where(never, now, last), 0.0) + _shift(state)
+    return crawl_value(params, np.where(never, np.inf, elapsed), terms=terms)
+
+
+def due_by_revisit_cap(state: npt.NDArray[Any], max_revisit_s: float) -> npt.NDArray[np.bool_]:
+    """Which URLs are due only by the revisit cap (their value due time lies beyond last
+    crawl + ``max_revisit_s``; MATH.md, "Due time"), shape (m,); never-crawled URLs are
+    not.  Columns as for :func:`values_of_columns`."""
+    last, thr = state["last_crawl_at"], state["threshold_s"]
+    beta, lsig = state["signal_time_equivalent_s"], state["last_signal_at"]
+    n = state["signals_since_crawl"]
+    with np.errstate(invalid="ignore"):
+        by_value = last + thr - _shift(state)
+        proven = (n > 0) & np.isinf(beta)
+        by_value = np.where(proven, np.where(np.isnan(lsig), last, lsig), by_value)
+        by_value = np.where(np.isinf(thr), np.inf, by_value)
+        return np.asarray(~np.isnan(last) & (by_value > last + max_revisit_s))
 
 
 def thresholds(

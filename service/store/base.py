@@ -24,10 +24,13 @@ import enum
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from scheduler_core.multipliers import TrackerConfig
 from service.clock import TimeSource
+
+if TYPE_CHECKING:
+    from service.store.columns import LeaseColumns
 
 __all__ = [
     "ClickEvent",
@@ -363,6 +366,13 @@ class Store(Protocol):
         never a host before its politeness gate; expired leases are reclaimed first.
         ``now`` is read when the store decides; the answer says what it read (the
         latest reading, when the store decides in parts)."""
+        ...
+
+    async def lease_columns(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """:meth:`lease_next` with the leases as columns
+        (:class:`~service.store.columns.LeaseColumns`), the path ``GET /next`` takes."""
         ...
 
     async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 from collections import defaultdict
 
 import httpx
+import numpy as np
 import pytest
 
 from service.clock import ManualClock
+from service.routes.dispatch import encode_next
+from service.scheduler.dispatch import Dispatched
 from service.scheduler.rescoring import rescore_once
+from service.schemas import LeaseOut, NextOut
+from service.store.base import LeaseGrant, UrlState
+from service.store.columns import columns_of
 
 pytestmark = pytest.mark.anyio
 DAY = 86_400.0
@@ -175,3 +183,36 @@ async def test_remove_urls(api: httpx.AsyncClient) -> None:
 async def test_healthz_reports_clock(api: httpx.AsyncClient, clock: ManualClock) -> None:
     body = (await api.get("/healthz")).json()
     assert body == {"status": "ok", "now": clock.now(), "clock_rate": 1.0, "store": "memory"}
+
+
+async def test_next_answer_has_the_model_shape(api: httpx.AsyncClient) -> None:
+    """The answer, encoded from columns, is what the ``NextOut`` model would write."""
+    await _register(api, [{"url": f"https://s{i}.example/x"} for i in range(5)])
+    r = await api.get("/next", params={"n": 5})
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert len(body["leases"]) == 5
+    assert NextOut.model_validate_json(r.content).model_dump(mode="json") == body
+
+
+def test_infinities_are_encoded_as_the_model_encodes_them() -> None:
+    grant = LeaseGrant(
+        "l1", 2.0,
+        UrlState(
+            url="https://a.example/", host="a.example", weight=1.0, change_rate=0.0, recall=0.0,
+            false_signal_rate=0.0, signal_time_equivalent_s=math.inf, threshold_s=math.inf,
+            scored_lambda=1.0, registered_at=0.0, last_crawl_at=None, signals_since_crawl=0,
+            last_signal_at=None, due_at=math.inf, lease_id="l1", lease_deadline=2.0, clicks=0,
+            signals=0, crawls=0, changes=0, fetch_errors=0, last_click_at=None,
+        ),
+        False, math.inf,
+    )  # fmt: skip
+    d = Dispatched(columns_of(1.0, [grant]), np.array([math.inf]))
+    model = NextOut(
+        now=1.0,
+        leases=[
+            LeaseOut(url="https://a.example/", host="a.example", lease_id="l1", deadline=2.0,
+                     crawl_value=math.inf, threshold=math.inf, due_at=math.inf)
+        ],
+    )  # fmt: skip
+    assert json.loads(encode_next(d)) == json.loads(model.model_dump_json())

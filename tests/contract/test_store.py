@@ -257,3 +257,35 @@ async def test_stats_count_due_backlog(store: Store) -> None:
     )
     stats = await store.stats(T0 + 100, 10)
     assert (stats.urls, stats.hosts, stats.due_backlog) == (2, 2, 1)
+
+
+async def test_lease_columns_carry_the_leased_state(store: Store) -> None:
+    """The columnar answer holds, per lease, what the store keeps of the URL, its lease,
+    its host's Λ_h, in dispatch order (due first, earliest first; then open hosts)."""
+    records = [
+        rec(f"https://c{h}.example/{j}", threshold_s=100.0 + 10 * h + j, beta_s=30.0 * (h % 2),
+            last=None if h == 4 else T0)
+        for h in range(6)
+        for j in range(2)
+    ]  # fmt: skip
+    await store.upsert_urls(records, T0)
+    await store.record_signals([SignalEvent("https://c1.example/0", T0 + 5.0)], 1.0, DECAY_S)
+    cols = await store.lease_columns(T0 + 135.0, 5, 60.0, dispatch_ahead=True)
+    # c4 never crawled (due at registration), c1 moved earlier by its signal (β = 30 s)
+    assert cols.urls == [
+        "https://c4.example/0", "https://c1.example/0", "https://c0.example/0",
+        "https://c2.example/0", "https://c3.example/0",
+    ]  # fmt: skip
+    assert cols.gated.tolist() == [False] * 5
+    states = await store.get_urls(cols.urls)
+    thresholds = await store.host_thresholds(cols.hosts)
+    for i, s in enumerate(states):
+        assert s is not None
+        assert (cols.lease_ids[i], float(cols.deadline[i])) == (s.lease_id, s.lease_deadline)
+        assert cols.hosts[i] == s.host and cols.threshold[i] == thresholds[s.host]
+        row = cols.state[i]
+        for name in ("weight", "threshold_s", "signal_time_equivalent_s", "due_at"):
+            assert row[name] == getattr(s, name)
+        assert int(row["signals_since_crawl"]) == s.signals_since_crawl
+        last = float(row["last_crawl_at"])
+        assert (None if math.isnan(last) else last) == s.last_crawl_at

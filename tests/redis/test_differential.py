@@ -13,6 +13,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from service.clock import ManualClock
+from service.metrics import Metrics
+from service.scheduler.context import Context
+from service.scheduler.dispatch import dispatch
+from service.settings import Settings
 from service.store.base import (
     ClickEvent,
     CrawlOutcome,
@@ -191,7 +196,8 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
 
 
 async def test_big_batches_over_many_shards_match(server: LocalRedis) -> None:
-    """Shards list only about twice their share; a list used up is asked for in full."""
+    """The lease script reads each shard's ready set about twice its share at a time and
+    reads on when a shard gives more than that (here shard 0, the most overdue)."""
     rng = np.random.default_rng(11)
     options = {**OPTIONS, "shards": 16}
     records = [
@@ -223,3 +229,44 @@ async def test_big_batches_over_many_shards_match(server: LocalRedis) -> None:
             assert _leased(grants[0]) == _leased(grants[1])
     finally:
         await redis_store.close()
+
+
+async def test_dispatch_observations_fold_the_same(server: LocalRedis) -> None:
+    """The λ₀ and λ_h the dispatch use case feeds (buffered by the Redis store and folded
+    in by its next lease call) end where the memory store's, which folds at once, end."""
+    rng = np.random.default_rng(21)
+    records = [
+        UrlRecord(
+            url=f"https://f{h}.example/{j}",
+            host=f"f{h}.example",
+            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
+            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(1e4, 1e5)),
+            scored_lambda=1e-6,
+            crawl_delay_s=0.5,
+            last_crawled_at=T0 - float(rng.uniform(0, 1e5)),
+        )  # fmt: skip
+        for h in range(30)
+        for j in range(10)
+    ]
+    redis_store = await RedisStore.connect(server.url, prefix="difflam", shards=16)
+    found = []
+    try:
+        for store in (MemoryStore(shards=16), redis_store):
+            await store.upsert_urls(records, T0)
+            clock = ManualClock(T0)
+            ctx = Context(store, clock, Settings(), Metrics())
+            for _ in range(25):
+                clock.advance(1.0)
+                await dispatch(ctx, 7)
+            stats = await store.stats(clock.now(), 3)
+            hosts = await store.host_thresholds([f"f{h}.example" for h in range(30)])
+            found.append((stats.lambda0, stats.lambda0_observations, hosts))
+    finally:
+        await redis_store.close()
+    assert found[0][1] == found[1][1] > 0
+    assert found[0][0] == pytest.approx(found[1][0], rel=1e-12)
+    assert found[0][2] == pytest.approx(found[1][2], rel=1e-12)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 from collections.abc import AsyncIterator, Iterator
 
+import numpy as np
 import pytest
 import redis
 
@@ -23,7 +24,7 @@ from service.store.base import (
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import HOST, URL, parse_lease_id
+from service.store.redis.records import GRANT, HOST, URL, parse_lease_id
 from service.store.redis.scripts import Call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -69,11 +70,12 @@ def _server_time(raw: redis.Redis) -> float:
     return sec + usec / 1e6
 
 
-async def _lease(store: RedisStore, shard: int, clock: str) -> list[bytes]:
-    """``lease.lua`` of one shard for one due host."""
-    args = (clock, 1, 0, repr(TTL_S), "n0nce", 1000, 0)
-    (answer,) = await store._scripts.run(store.client, [Call("lease", ShardKeys(shard).all, args)])
-    return list(answer)
+async def _lease(store: RedisStore, shard: int, clock: str) -> tuple[str, str, np.ndarray]:
+    """``lease.lua`` over one shard for one due host: now, deadline, the grant records."""
+    call = store._lease_call(None, [shard], (clock, "lease", 1, 0, repr(TTL_S), "n0nce"), [])
+    (answer,) = await store._scripts.run(store.client, [call])
+    now_s, deadline_s, _, _, blob, _ = answer
+    return now_s, deadline_s, np.frombuffer(blob, dtype=GRANT)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +97,7 @@ async def test_lease_reads_the_server_time_through_the_clock(
     now = float(now_s)
     assert start + speed * (before - epoch) <= now <= start + speed * (after - epoch)
     assert float(deadline_s) == now + TTL_S
-    seq = int(flat[3])
+    seq = int(flat["seq"][0])
     keys = ShardKeys(shard)
     status, deadline, issued = LEASE.unpack_from(raw.hget(keys.all[3], seq) or b"")
     assert (status, deadline, issued) == (1, now + TTL_S, now)
@@ -104,14 +106,14 @@ async def test_lease_reads_the_server_time_through_the_clock(
     # a repeat within the crawl delay leases nothing: the gate is in the server's future
     again_now, _, again = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")
     if speed * (_server_time(raw) - before) < DELAY_S:
-        assert again == [] and float(again_now) >= now
+        assert len(again) == 0 and float(again_now) >= now
 
 
 async def test_a_fixed_reading_is_used_as_it_is(store: RedisStore, raw: redis.Redis) -> None:
     host = "a.example"
     await store.upsert_urls([rec(f"https://{host}/x")], T0)
     now_s, deadline_s, flat = await _lease(store, shard_of(host, SHARDS), f"{T0 + 500!r} 0.0 0.0")
-    assert (float(now_s), float(deadline_s), len(flat)) == (T0 + 500, T0 + 500 + TTL_S, 7)
+    assert (float(now_s), float(deadline_s), len(flat)) == (T0 + 500, T0 + 500 + TTL_S, 1)
 
 
 async def test_reclaiming_follows_the_server_time(store: RedisStore, raw: redis.Redis) -> None:

@@ -26,8 +26,11 @@ GOOD_URL = f'{{"url":"{URL}"}}'
 
 @pytest.fixture
 def base_url(store_setting: str, serve: Serve) -> Iterator[str]:
-    """A served app on a manual clock at T0, on the memory or a private Redis store."""
-    app = create_app(Settings(store=store_setting, shards=4), clock=ManualClock(T0))
+    """A served app on a manual clock at T0, on the memory or a private Redis store; its
+    background passes run once at start and not again, so that only the requests of a
+    test change the state it compares."""
+    quiet = {"rescore_interval_s": 1e6, "learn_interval_s": 1e6, "relearn_interval_s": 1e6}
+    app = create_app(Settings(store=store_setting, shards=4, **quiet), clock=ManualClock(T0))
     with serve(app) as base:
         yield base
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -59,6 +60,7 @@ class RedisBase:
         self._pending: list[DispatchObservation] = []
         self._pending_config = TrackerConfig()
         self._pending_since = 0.0
+        self._flush_timer: asyncio.Task[None] | None = None
         self._lam0 = LogMean()
         self._lam0_read_at = -math.inf
 

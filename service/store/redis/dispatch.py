@@ -4,26 +4,35 @@ from __future__ import annotations
 
 import math
 import secrets
+import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from scheduler_core.multipliers import LogMean, host_multiplier
+import numpy as np
+import numpy.typing as npt
+
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
+from scheduler_core.multipliers import LogMean
 from service.clock import TimeSource
 from service.store.base import (
     CrawlOutcome,
+    DispatchObservation,
     EventStatus,
     IdempotencyKey,
-    LeaseGrant,
     LeaseInfo,
     Leases,
     LeaseStatus,
 )
+from service.store.coalesce import LeaseCoalescer
+from service.store.columns import LeaseColumns, grants_of
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import text, unavailable
 from service.store.redis.keys import expand_url, url_key
 from service.store.redis.multipliers import RedisMultipliers
-from service.store.redis.records import format_lease_id, parse_lease_id, unpack_url
+from service.store.redis.records import GRANT, format_lease_id, parse_lease_id
+from service.store.redis.scripts import Call, Client
 from service.urls import host_of
 
 __all__ = ["RedisDispatch"]
@@ -37,104 +46,239 @@ _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 _SCAN = 4096
 
 
-def _ready(answers: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int]]:
-    """(readiness, host, shard) of the hosts ``ready.lua`` listed in ``part``."""
-    for shard, answer in enumerate(answers):
-        flat = answer[part]
-        for i in range(0, len(flat), 2):
-            yield float(flat[i + 1]), flat[i], shard
+def _listed(plans: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int]]:
+    """(readiness, host, node) of the hosts the nodes' plans listed in ``part``."""
+    for node, plan in enumerate(plans):
+        flat = plan[part]
+        for i in range(0, len(flat), 3):
+            yield float(flat[i]), flat[i + 1], node
+
+
+class _Answer(NamedTuple):
+    """One node's lease answer, decoded."""
+
+    now: float
+    deadline: float
+    lam0: LogMean | None  # λ₀ as the node read it (None: not read there)
+    rec: npt.NDArray[Any]  # GRANT records
+    names: bytes  # hosts and URL keys, concatenated
+    shards: Sequence[int]  # shard of each shard index (1-based) of the call
+    nonce: str
 
 
 class RedisDispatch(RedisMultipliers):
     """Leasing the most valuable due URLs over all shards, and settling the leases."""
 
+    def __init__(self, client: Client, **options: Any) -> None:
+        super().__init__(client, **options)
+        self._coalescer = LeaseCoalescer(self._lease_columns)
+
+    def _nodes(self) -> list[tuple[Any, list[int]]]:
+        """The shards grouped by the node that holds them: (node, shards); a single
+        Redis is one group (node None)."""
+        if not isinstance(self.client, RedisCluster):
+            return [(None, list(range(self.shards)))]
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for s in range(self.shards):
+            node = self.client.get_node_from_key(self._keys[s].hosts)
+            if node is None:  # pragma: no cover - the slot table lists every slot
+                raise RedisClusterException(f"no node holds shard {s}")
+            groups.setdefault(node.name, (node, []))[1].append(s)
+        return list(groups.values())
+
+    def _lease_call(
+        self,
+        node: Any,
+        shards: Sequence[int],
+        head: tuple[str, str, int, int, str, str],
+        observations: Sequence[DispatchObservation] | None = None,
+    ) -> Call:
+        """``lease.lua`` over ``shards`` of ``node``; with ``observations`` (a single
+        node), the multiplier key too, and the buffered dispatch observations."""
+        clock, mode, cap, ahead, ttl, nonce = head
+        # a cluster routes by the declared keys: one shard's; the others as arguments
+        declared = len(shards) if node is None else 1
+        keys: list[bytes | str] = [k for s in shards[:declared] for k in self._script_keys[s]]
+        args: list[bytes | str | int] = [
+            clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
+            len(shards) - declared, *(k for s in shards[declared:] for k in self._script_keys[s]),
+        ]  # fmt: skip
+        if observations is not None:
+            keys.append(self._global.multiplier)
+            config = self._pending_config
+            free = [
+                repr(o.log_value)
+                for o in observations
+                if not o.gated and math.isfinite(o.log_value)
+            ]
+            index = {s: i + 1 for i, s in enumerate(shards)}
+            args += [repr(float(config.window)), repr(float(config.clip)), len(free), *free]
+            for o in observations:
+                if o.gated and not math.isfinite(o.log_value):
+                    continue
+                x = repr(o.log_value) if o.gated else ""
+                args += (index[self._shard(o.host)], o.host, x)
+        else:
+            args += ["0", "0", 0]
+        return Call("lease", keys, args, node)
+
     @unavailable
     async def lease_next(
         self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
     ) -> Leases:
-        """Share ``n`` over the shards as one sorted set of all hosts would (most overdue
-        first; when fewer than ``n`` are due, then the open hosts due soonest), from the
-        readiness each shard lists (reclaiming expired leases first), and lease per
-        shard.  A shard that gives fewer than its share (other processes got there
-        first) leaves the rest to another round, three at most.  Every script reads
-        ``now`` itself (Redis ``TIME`` through the clock's map); the answer carries the
-        latest reading."""
-        clock, nonce = clock_arg(now), secrets.token_hex(4)
-        grants: list[tuple[bool, float, str, LeaseGrant]] = []
-        ttl = repr(lease_ttl_s)
-        latest = -math.inf
-        for _ in range(3):
-            want = n - len(grants)
-            plan, read_at = await self._plan(clock, want, dispatch_ahead)
-            latest = max(latest, read_at)
-            if not plan:
-                break
-            answers = await self._run(
-                [
-                    self._call("lease", s, (clock, kd, ka, ttl, nonce, self._history, _SCAN))
-                    for s, kd, ka in plan
-                ]
-            )
-            got = len(grants)
-            lam0 = (await self._recent_lambda0()).value
-            for (shard, _, _), (read, deadline, flat) in zip(plan, answers, strict=True):
-                latest = max(latest, float(read))
-                grants += self._grants(shard, flat, nonce, float(read), float(deadline), lam0)
-            if len(grants) in (got, n):
-                break
-        grants.sort(key=lambda g: g[:3])
-        return Leases(latest, [g[3] for g in grants])
+        cols = await self.lease_columns(now, n, lease_ttl_s, dispatch_ahead)
+        return Leases(cols.now, grants_of(cols))
 
-    async def _plan(
-        self, clock: str, want: int, ahead: bool
-    ) -> tuple[list[tuple[int, int, int]], float]:
-        """(shard, due hosts, not-yet-due hosts) to lease from, and the latest time the
-        shards read.  Each shard lists about twice its fair share; when a list that was
-        cut short is used up, ask again for full lists (the merge stays exact)."""
-        scan = _SCAN if ahead else 0
-        limit = min(want, math.ceil(2 * want / self.shards) + 8)
-        while True:
-            answers = await self._run(
+    @unavailable
+    async def lease_columns(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """:meth:`_lease_columns`; calls that arrive while one is in flight go out
+        together as the next (:class:`~service.store.coalesce.LeaseCoalescer`)."""
+        return await self._coalescer(now, n, lease_ttl_s, dispatch_ahead)
+
+    async def _lease_columns(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """One ``lease.lua`` call per node, each over all the shards the node holds,
+        merging their ready sets itself as one sorted set of all hosts would (most
+        overdue first; when fewer than ``n`` are due, then the open hosts due soonest).
+        A single Redis decides in that one call, which also folds in the buffered
+        dispatch observations.  Several nodes (Redis Cluster) first list what each would
+        give (mode ``plan``), share ``n`` by the same merge, then lease; a node that
+        gives fewer than its share (other processes got there first) leaves the rest to
+        another round, three at most.  Every script reads ``now`` itself (Redis ``TIME``
+        through the clock's map); the answer carries the latest reading."""
+        clock, nonce = clock_arg(now), secrets.token_hex(4)
+        ttl = repr(lease_ttl_s)
+        nodes = self._nodes()
+        if len(nodes) == 1:
+            node, shards = nodes[0]
+            pending, self._pending = self._pending, []
+            head = (clock, "lease", n, n if dispatch_ahead else 0, ttl, nonce)
+            try:
+                (raw,) = await self._run([self._lease_call(node, shards, head, pending)])
+            except BaseException:
+                self._pending[:0] = pending
+                raise
+            answer = self._decode(raw, shards, nonce)
+            if answer.lam0 is not None:
+                self._lam0, self._lam0_read_at = answer.lam0, time.monotonic()
+            lam0 = None if answer.lam0 is None else answer.lam0.value
+            return self._columns([answer], answer.now, lam0)
+        return await self._lease_nodes(nodes, clock, nonce, n, ttl, dispatch_ahead)
+
+    async def _lease_nodes(
+        self,
+        nodes: list[tuple[Any, list[int]]],
+        clock: str,
+        nonce: str,
+        n: int,
+        ttl: str,
+        ahead: bool,
+    ) -> LeaseColumns:
+        """Plan over the nodes, then lease from each its share (up to three rounds)."""
+        answers: list[_Answer] = []
+        got, latest = 0, -math.inf
+        for _ in range(3):
+            want = n - got
+            plans = await self._run(
                 [
-                    self._call("ready", s, (clock, self._history, want, scan, limit))
-                    for s in range(self.shards)
+                    self._lease_call(node, shards, (clock, "plan", want, want if ahead else 0,
+                                                     ttl, nonce))
+                    for node, shards in nodes
+                ]
+            )  # fmt: skip
+            latest = max([latest, *(float(p[0]) for p in plans)])
+            due = sorted(_listed(plans, 1))[:want]
+            later = sorted(_listed(plans, 2))[: want - len(due)] if ahead else []
+            k_due, k_ahead = [0] * len(nodes), [0] * len(nodes)
+            for *_, i in due:
+                k_due[i] += 1
+            for *_, i in later:
+                k_ahead[i] += 1
+            todo = [i for i in range(len(nodes)) if k_due[i] + k_ahead[i]]
+            if not todo:
+                break
+            raw = await self._run(
+                [
+                    self._lease_call(
+                        nodes[i][0],
+                        nodes[i][1],
+                        (clock, "lease", k_due[i] + k_ahead[i], k_ahead[i], ttl, nonce),
+                    )  # fmt: skip
+                    for i in todo
                 ]
             )
-            due = [0] * self.shards
-            for *_, s in sorted(_ready(answers, 0))[:want]:
-                due[s] += 1
-            later = [0] * self.shards
-            if ahead:
-                for *_, s in sorted(_ready(answers, 1))[: want - sum(due)]:
-                    later[s] += 1
-            cut = any(
-                (due[s] == limit and len(a[0]) == 2 * limit)
-                or (later[s] == limit and len(a[1]) == 2 * limit)
-                for s, a in enumerate(answers)
-            )
-            if limit >= want or not cut:
+            before = got
+            for i, r in zip(todo, raw, strict=True):
+                a = self._decode(r, nodes[i][1], nonce)
+                latest = max(latest, a.now)
+                answers.append(a)
+                got += len(a.rec)
+            if got in (before, n):
                 break
-            limit = want
-        read_at = max(float(a[2]) for a in answers)
-        return [(s, due[s], later[s]) for s in range(self.shards) if due[s] + later[s]], read_at
+        lam0 = (await self._recent_lambda0()).value
+        return self._columns(answers, latest, lam0)
 
     @staticmethod
-    def _grants(
-        shard: int, flat: list[Any], nonce: str, now: float, deadline: float, lam0: float | None
-    ) -> list[tuple[bool, float, str, LeaseGrant]]:
-        """Decode ``lease.lua``'s answer; each grant keyed for the merge (not due first,
-        then readiness, then host: the order one sorted set of all hosts would give)."""
-        out = []
-        for i in range(0, len(flat), 7):
-            host, ukey = text(flat[i]), text(flat[i + 1])
-            seq, gated, ready = int(flat[i + 3]), bool(flat[i + 4]), float(flat[i + 5])
-            lease_id = format_lease_id(shard, seq, nonce)
-            state = unpack_url(flat[i + 2], host, ukey, shard, (lease_id, deadline))
-            mean = LogMean(float(flat[i + 6]), 1.0) if flat[i + 6] else LogMean()
-            threshold = (lam0 or 0.0) + host_multiplier(lam0, mean)
-            grant = LeaseGrant(lease_id, deadline, state, gated, threshold)
-            out.append((ready > now, ready, host, grant))
-        return out
+    def _decode(raw: Sequence[Any], shards: Sequence[int], nonce: str) -> _Answer:
+        """``lease.lua``'s answer (mode lease) as arrays."""
+        now_s, deadline_s, mean_s, count_s, blob, names = raw
+        rec = np.frombuffer(blob, dtype=GRANT) if blob else np.empty(0, dtype=GRANT)
+        lam0 = None
+        if count_s:
+            lam0 = LogMean(float(mean_s) if mean_s else None, float(count_s))
+        return _Answer(float(now_s), float(deadline_s), lam0, rec, bytes(names), shards, nonce)
+
+    def _columns(self, answers: Sequence[_Answer], now: float, lam0: float | None) -> LeaseColumns:
+        """The grants of ``answers`` as columns, in the order one sorted set of all hosts
+        would give (not due first, then readiness, then host); one answer is in that
+        order already."""
+        lease_ids: list[str] = []
+        urls: list[str] = []
+        hosts: list[str] = []
+        deadline: list[float] = []
+        threshold: list[float] = []
+        keys: list[tuple[bool, float, str]] = []
+        base = lam0 or 0.0
+        for a in answers:
+            pos = 0
+            names = a.names
+            for h, k, idx, seq, mean, ready in zip(
+                a.rec["host_len"].tolist(), a.rec["key_len"].tolist(),
+                a.rec["shard_index"].tolist(), a.rec["seq"].tolist(),
+                a.rec["host_mean"].tolist(), a.rec["ready"].tolist(), strict=True,
+            ):  # fmt: skip
+                host = names[pos : pos + h].decode()
+                ukey = names[pos + h : pos + h + k].decode()
+                pos += h + k
+                hosts.append(host)
+                urls.append(expand_url(ukey, host))
+                lease_ids.append(format_lease_id(a.shards[idx - 1], seq, a.nonce))
+                deadline.append(a.deadline)
+                lam_h = 0.0 if lam0 is None or mean != mean else max(0.0, math.exp(mean) - lam0)
+                threshold.append(base + lam_h)
+                keys.append((ready > a.now, ready, host))
+        rec = (
+            answers[0].rec
+            if len(answers) == 1
+            else np.concatenate([a.rec for a in answers])
+            if answers
+            else np.empty(0, GRANT)
+        )
+        gated = rec["gated"].astype(np.bool_)
+        cols = LeaseColumns(
+            now, lease_ids, urls, hosts, np.array(deadline), gated, np.array(threshold), rec
+        )
+        if len(answers) <= 1:
+            return cols
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        return LeaseColumns(
+            now, [lease_ids[i] for i in order], [urls[i] for i in order],
+            [hosts[i] for i in order], cols.deadline[order], cols.gated[order],
+            cols.threshold[order], rec[order],
+        )  # fmt: skip
 
     @unavailable
     async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:

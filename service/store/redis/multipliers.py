@@ -3,12 +3,15 @@ in the host records), folded in by script from buffered dispatch observations.""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 
+from redis.exceptions import RedisError
 from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier
+from service.errors import StoreUnavailable
 from service.store.base import DispatchObservation
 from service.store.redis.base import RedisBase
 from service.store.redis.client import text, unavailable
@@ -17,9 +20,11 @@ from service.store.redis.scripts import Call
 
 __all__ = ["RedisMultipliers"]
 
-#: Dispatch observations are folded into λ₀/λ_h in batches: this many, or this old (s).
-_FLUSH_OBSERVATIONS = 512
+#: Dispatch observations wait for the next lease call (which folds them in on a single
+#: Redis) or this long (s), whichever comes first; more than this many pending are
+#: folded at once.
 _FLUSH_AFTER_S = 0.05
+_FLUSH_OBSERVATIONS = 8192
 #: λ₀ read for the thresholds reported with leases may be this old, wall s.
 _LAMBDA0_MAX_AGE_S = 1.0
 
@@ -87,25 +92,46 @@ class RedisMultipliers(RedisBase):
     async def observe_dispatch(
         self, observations: Sequence[DispatchObservation], config: TrackerConfig
     ) -> None:
-        """Buffer the observations; fold them in (atomically, by script) once
-        ``_FLUSH_OBSERVATIONS`` are pending or the oldest is ``_FLUSH_AFTER_S`` old, and
-        before any read of the estimates.  A crash loses at most that buffer of
-        estimator input, never an event."""
+        """Buffer the observations: the next lease call folds them in (on a single Redis,
+        by the lease script itself: no round trip of their own), or a timer
+        ``_FLUSH_AFTER_S`` after the oldest (a Redis Cluster; no lease call came), or
+        now when ``_FLUSH_OBSERVATIONS`` are pending; any read of the estimates folds
+        them in first.  A crash loses at most that buffer of estimator input, never an
+        event."""
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.extend(observations)
         self._pending_config = config
-        if (
-            len(self._pending) >= _FLUSH_OBSERVATIONS
-            or time.monotonic() - self._pending_since >= _FLUSH_AFTER_S
-        ):
+        if len(self._pending) >= _FLUSH_OBSERVATIONS:
             await self._flush()
+        elif self._pending and (self._flush_timer is None or self._flush_timer.done()):
+            self._flush_timer = asyncio.create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        """Fold in the observations still pending ``_FLUSH_AFTER_S`` after they came."""
+        while self._pending:
+            wait = self._pending_since + _FLUSH_AFTER_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            try:
+                await self._flush()
+            except (RedisError, StoreUnavailable):
+                return  # kept for the next lease call or read
 
     async def _flush(self) -> None:
-        """Fold the pending observations into λ₀ (global script), then λ_h (per shard)."""
+        """Fold the pending observations into λ₀ (global script), then λ_h (per shard);
+        on failure they stay pending."""
         observations, self._pending = self._pending, []
         if not observations:
             return
+        try:
+            await self._fold(observations)
+        except BaseException:
+            self._pending[:0] = observations
+            raise
+
+    async def _fold(self, observations: Sequence[DispatchObservation]) -> None:
         config = self._pending_config
         window, clip = repr(float(config.window)), repr(float(config.clip))
         free = [

@@ -13,8 +13,11 @@ import math
 import struct
 from collections.abc import Sequence
 
+import numpy as np
+
 from scheduler_core.multipliers import LogMean, host_multiplier
 from service.store.base import HostState, Observations, Outcome, UrlPrior, UrlState
+from service.store.columns import URL_COLUMNS
 from service.store.redis.keys import expand_url
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "EST_GIVEN",
     "EST_LABELLED",
     "EST_SIGNALS",
+    "GRANT",
     "HOST",
     "MAX_LABEL_BYTES",
     "OUTCOME",
@@ -44,6 +48,24 @@ __all__ = [
 
 #: URL record: 12 doubles (NaN = none) and 7 uint32; 124 bytes.
 URL = struct.Struct("<12d7I")
+#: One grant of ``lease.lua`` (its GRANT layout): the URL record as leased (its fields
+#: named as in :data:`~service.store.columns.URL_COLUMNS`, then the lease seq), the
+#: readiness its host had (Unix s), the host's log-mean estimate (NaN = none), the
+#: lease seq, the shard's index in the call, the lengths of the host and URL key in the
+#: answer's names, and whether it was gated; 151 bytes.
+GRANT = np.dtype(
+    [
+        *((name, URL_COLUMNS[name]) for name in URL_COLUMNS.names or ()),
+        ("lease_seq", "<u4"),
+        ("ready", "<f8"),
+        ("host_mean", "<f8"),
+        ("seq", "<u4"),
+        ("shard_index", "<u2"),
+        ("host_len", "<u2"),
+        ("key_len", "<u2"),
+        ("gated", "u1"),
+    ]
+)
 #: Host record: crawl delay s, gate Unix s, log-mean estimate, its count, Λ scored.
 HOST = struct.Struct("<5d")
 _DEADLINE = struct.Struct("<d")

@@ -25,7 +25,7 @@ Client = Redis | RedisCluster
 
 NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "set_params", "signals",
-    "clicks", "ready", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
+    "clicks", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
     "stale_hosts",
 )  # fmt: skip
 
@@ -37,6 +37,18 @@ class Call:
     script: str
     keys: Sequence[str | bytes]
     args: Sequence[str | bytes | int | float]
+    #: Redis Cluster: the node to send it to (a call whose keys span several slots of
+    #: one node); None: the node of its keys' slot.
+    node: Any = None
+
+
+def _source(lib: str, op: str) -> str:
+    """``lib.lua`` then the operation; a shebang line (``#!lua flags=...``, Redis 7
+    script flags) of the operation stays the first line."""
+    if op.startswith("#!"):
+        shebang, _, body = op.partition("\n")
+        return f"{shebang}\n{lib}\n{body}"
+    return f"{lib}\n{op}"
 
 
 class ScriptSet:
@@ -45,7 +57,7 @@ class ScriptSet:
     def __init__(self) -> None:
         folder = resources.files("service.store.redis") / "lua"
         lib = (folder / "lib.lua").read_text()
-        self.sources = {n: f"{lib}\n{(folder / f'{n}.lua').read_text()}" for n in NAMES}
+        self.sources = {n: _source(lib, (folder / f"{n}.lua").read_text()) for n in NAMES}
         self.sha = {n: hashlib.sha1(src.encode()).hexdigest() for n, src in self.sources.items()}
 
     async def register(self, client: Client) -> None:
@@ -89,7 +101,19 @@ class ScriptSet:
         not pipeline EVALSHA there), each routed to its slot's primary."""
         if isinstance(client, RedisCluster):
             return await asyncio.gather(
-                *(client.evalsha(self.sha[c.script], len(c.keys), *c.keys, *c.args) for c in calls),
+                *(
+                    client.evalsha(self.sha[c.script], len(c.keys), *c.keys, *c.args)
+                    if c.node is None
+                    else client.execute_command(
+                        "EVALSHA",
+                        self.sha[c.script],
+                        len(c.keys),
+                        *c.keys,
+                        *c.args,
+                        target_nodes=c.node,
+                    )  # fmt: skip
+                    for c in calls
+                ),
                 return_exceptions=True,
             )
         pipe = client.pipeline(transaction=False)

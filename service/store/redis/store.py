@@ -5,7 +5,8 @@ of host records, a zset of hosts by readiness, the leases (hash, zset by deadlin
 history); per host a zset of its unleased URLs by due time, a hash of their packed
 records, and a hash of their estimator state (prior, decayed click and signal counts,
 last crawl outcomes: only what a URL has, ``records.EST_*``).  A batch touching several
-shards sends one script call per shard, in one pipeline.  The service keeps no state of
+shards sends one script call per shard, in one pipeline; dispatch sends one per Redis
+node, over all the shards the node holds (:mod:`.dispatch`).  The service keeps no state of
 its own, so API processes replicate freely; λ₀ lives in Redis and is folded in by a
 script (no lost updates).
 
@@ -334,6 +335,8 @@ class RedisStore(RedisDispatch):
             return False
 
     async def close(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
         try:
             await self._flush()
         except (RedisError, StoreUnavailable):

@@ -1,92 +1,233 @@
--- Lease URLs of one shard: up to k_due + k_ahead hosts, those due now first (readiness
--- order), then at most k_ahead hosts not yet due whose politeness gate is open
--- (readiness order: their URLs go out below threshold).  One URL per host, its earliest
--- due; the host's gate moves to now + crawl delay.  `now` is read here, from the server's
--- TIME through the caller's clock (lib.lua clock_now).
--- KEYS: the shard keys (lib.lua).
--- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] k_due; ARGV[3]
--- k_ahead; ARGV[4] lease TTL, s; ARGV[5] nonce of this call (no white space); ARGV[6]
--- lease history kept; ARGV[7] most not-yet-due hosts scanned for an open gate.
--- Returns {now (Unix s), deadline of the leases (Unix s), grants}, grants flat: per grant
--- host, url key, packed record (as leased), lease seq, gated (0/1), readiness the host
--- had (Unix s), the host's log-mean estimate (ln Λ_h; '' = none).
+#!lua flags=allow-cross-slot-keys
+-- Lease URLs from all the shards one node holds, in one call: reclaim their expired
+-- leases, merge their ready sets as one sorted set of all hosts would (readiness, then
+-- host name, bytewise), take up to `cap` hosts due now, earliest first, then at most
+-- `k_ahead` of the rest among hosts not yet due whose politeness gate is open (soonest
+-- first; their URLs go out below threshold), and lease one URL of each, its earliest
+-- due.  The host's gate moves to now + crawl delay.  `now` is read here, from the
+-- server's TIME through the caller's clock (lib.lua clock_now).  Before that, the
+-- dispatch observations the caller buffered are folded into λ₀ and the λ_h of their
+-- hosts (as lambda0.lua, then observe.lua).
+-- With mode 'plan' nothing is leased (nor folded): the answer lists the hosts this
+-- node would give, for the caller to share a batch over several nodes.
+-- The shebang flag lets one call touch the slots of several shards; on a Redis Cluster
+-- the caller sends it to the node that holds them all, and declares the keys of one
+-- shard only (a cluster routes by the declared keys, which must share a slot): the
+-- others come as arguments.
+-- KEYS: 9 per shard, in lib.lua's order, for the first S − U of the call's S shards;
+-- then, optionally, the global multiplier hash (mean = ln λ₀, count).
+-- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] mode, 'lease' or
+-- 'plan'; ARGV[3] cap, most hosts in all; ARGV[4] k_ahead, most of them not yet due;
+-- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
+-- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
+-- gate; ARGV[9] S, shards in the call; ARGV[10] U; then the 9 keys of each of the last
+-- U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
+-- values ln V of ungated dispatches (for λ₀; only with the multiplier key), then per
+-- dispatch observation three values: shard index (1..S), host, ln V ('' = ln λ₀ after
+-- the fold).
+local GRANT = '<ddI4HHHB'
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
-local k_due, k_ahead, ttl = num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
-local nonce, history, scan = ARGV[5], num(ARGV[6]), num(ARGV[7])
+local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5])
+local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
+local U = num(ARGV[10])
 local deadline = now + ttl
-reclaim(now, history)
+local SHARD_KEYS = {}
+for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
+for i = 1, 9 * U do SHARD_KEYS[9 * (S - U) + i] = ARGV[10 + i] end
+local A = 10 + 9 * U  -- ARGV[A + 1] is the window
+local K_MULT = KEYS[9 * (S - U) + 1]
+K_ONCE = nil
 
--- which hosts: due ones, then open ones among the not yet due
-local chosen = {}
-local records = {}
-if k_due + k_ahead > 0 then
-  local due = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'LIMIT', 0, k_due + k_ahead)
-  if #due > 0 then
-    local recs = bulk('HMGET', K_HOSTS, due, 1)
-    for i, host in ipairs(due) do
-      chosen[#chosen + 1] = host
-      records[host] = recs[i]
+-- the buffered dispatch observations: λ₀ first, then the hosts' λ_h
+local log_lam0, lam0_count = NAN, ''
+if K_MULT then
+  local window, clip = num(ARGV[A + 1]), num(ARGV[A + 2])
+  local got = redis.call('HMGET', K_MULT, 'mean', 'count')
+  local mean, count = num(got[1]) or NAN, num(got[2]) or 0
+  local F = num(ARGV[A + 3])
+  for i = A + 4, A + 3 + F do mean, count = fold(mean, count, num(ARGV[i]), window, clip) end
+  if F > 0 then
+    if isnan(mean) then
+      redis.call('HSET', K_MULT, 'count', str(count))
+    else
+      redis.call('HSET', K_MULT, 'mean', str(mean), 'count', str(count))
+    end
+  end
+  log_lam0, lam0_count = mean, str(count)
+  for i = A + 4 + F, #ARGV, 3 do
+    local x = ARGV[i + 2]
+    if x == '' then x = log_lam0 else x = num(x) end
+    if not isnan(x) then
+      use_shard(SHARD_KEYS, num(ARGV[i]))
+      local h = get_host(ARGV[i + 1])
+      if h then
+        h.mean, h.count = fold(h.mean, h.count, x, window, clip)
+        put_host(ARGV[i + 1], h)
+      end
     end
   end
 end
-local ahead, offset = 0, 0
-k_ahead = math.min(k_ahead, k_due + k_ahead - #chosen)
-while ahead < k_ahead and offset < scan do
-  local chunk = math.min(2 * (k_ahead - ahead) + 16, scan - offset)
-  local later = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'LIMIT', offset, chunk)
-  if #later == 0 then break end
-  local recs = bulk('HMGET', K_HOSTS, later, 1)
-  for i, host in ipairs(later) do
-    if ahead < k_ahead and select(2, struct.unpack(HOST, recs[i])) <= now then
-      chosen[#chosen + 1] = host
-      records[host] = recs[i]
-      ahead = ahead + 1
+
+for s = 1, S do
+  use_shard(SHARD_KEYS, s)
+  reclaim(now, history)
+end
+
+-- a < b for host names, bytewise (the order of a sorted set's members of one score).
+-- Lua's own `<` on strings follows the server's collation locale: the "C" locale (and
+-- C.UTF-8) is bytewise; the probes below tell it from the usual others (which fold case
+-- and skip punctuation), and any other locale takes the byte loop.
+local function byte_loop_less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+local bytes_less = byte_loop_less
+if 'B' < 'a' and '-' < '.' and 'a-b' < 'a.a' and '9' < 'A' and 'Z' < '_' and 'ab' < 'abc'
+  and not ('a.a' < 'a-b') then
+  bytes_less = function(a, b) return a < b end
+end
+
+-- Per shard, a cursor over its hosts in ready-set order: `due` ones (readiness <= now)
+-- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks.
+local function cursor(s, due)
+  return {s = s, due = due, buf = {}, at = 1, offset = 0, done = false}
+end
+local function fill(c, want)
+  use_shard(SHARD_KEYS, c.s)
+  while c.at > #c.buf and not c.done do
+    c.buf, c.at = {}, 1
+    local chunk = want + 8
+    local got
+    if c.due then
+      got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES',
+                       'LIMIT', c.offset, chunk)
+    else
+      chunk = math.min(2 * want + 16, scan - c.offset)
+      if chunk <= 0 then c.done = true; return end
+      got = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
+                       'LIMIT', c.offset, chunk)
+    end
+    if #got < 2 * chunk then c.done = true end
+    c.offset = c.offset + #got / 2
+    if c.due then  -- host records read when leased
+      for i = 1, #got, 2 do c.buf[#c.buf + 1] = {num(got[i + 1]), got[i]} end
+    elseif #got > 0 then
+      local hosts = {}
+      for i = 1, #got, 2 do hosts[#hosts + 1] = got[i] end
+      local recs = bulk('HMGET', K_HOSTS, hosts, 1)
+      for j, rec in ipairs(recs) do
+        if select(2, struct.unpack(HOST, rec)) <= now then
+          c.buf[#c.buf + 1] = {num(got[2 * j]), hosts[j], rec}
+        end
+      end
     end
   end
-  offset = offset + #later
 end
-if #chosen == 0 then return {now_arg, str(deadline), {}} end
-
--- lease one URL of each; the writes shared by all go out in one call each
-local seq0 = redis.call('HINCRBY', K_META, 'lseq', #chosen) - #chosen
-local out, host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}, {}
-for i, host in ipairs(chosen) do
-  local h = {}
-  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, records[host])
-  local q = K_QUEUE .. host
-  local ukey = redis.call('ZPOPMIN', q)[1]
-  -- only `due` is read and only `lease` written: no need to unpack the whole record
-  local rec = redis.call('HGET', K_URLS .. host, ukey)
-  local due = struct.unpack('<d', rec, URL_DUE_AT)
-  local gated = 0
-  if due <= now and h.gate > due then gated = 1 end
-  local was_ready = math.max(due, h.gate)
-  h.gate = now + h.delay
-  local seq = seq0 + i
-  rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
-  redis.call('HSET', K_URLS .. host, ukey, rec)
-  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-  if head[1] then
-    ready[#ready + 1] = math.max(num(head[2]), h.gate)
-    ready[#ready + 1] = host
-  else
-    gone[#gone + 1] = host
+-- Up to `k` hosts over all shards, by (readiness, name): {readiness, host, rec, shard}.
+local function merge(due, k)
+  local out = {}
+  if k <= 0 then return out end
+  local cs = {}
+  for s = 1, S do cs[s] = cursor(s, due) end
+  local per = math.ceil(2 * k / S)
+  while #out < k do
+    local best, bc = nil, nil
+    for _, c in ipairs(cs) do
+      if c.at > #c.buf and not c.done then fill(c, math.min(per, k - #out)) end
+      local e = c.buf[c.at]
+      if e and (not best or e[1] < best[1] or (e[1] == best[1] and bytes_less(e[2], best[2])))
+      then
+        best, bc = e, c
+      end
+    end
+    if not best then break end
+    bc.at = bc.at + 1
+    out[#out + 1] = {best[1], best[2], best[3], bc.s}
   end
-  host_recs[#host_recs + 1] = host
-  host_recs[#host_recs + 1] = struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored)
-  leases[#leases + 1] = seq
-  leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
-                                    nonce = nonce, host = host, ukey = ukey})
-  deadlines[#deadlines + 1] = deadline
-  deadlines[#deadlines + 1] = seq
-  local mean = ''
-  if not isnan(h.mean) then mean = str(h.mean) end
-  for _, v in ipairs({host, ukey, rec, seq, gated, str(was_ready), mean}) do out[#out + 1] = v end
+  return out
 end
-bulk('HSET', K_HOSTS, host_recs, 2)
-bulk('ZADD', K_READY, ready, 2)
-bulk('ZREM', K_READY, gone, 1)
-bulk('HSET', K_LEASES, leases, 2)
-bulk('ZADD', K_DEADLINES, deadlines, 2)
-return {now_arg, str(deadline), out}
+
+local due = merge(true, cap)
+local open = {}
+if k_ahead > 0 then open = merge(false, math.min(k_ahead, cap - #due)) end
+
+if mode == 'plan' then
+  local a, b = {}, {}
+  for _, e in ipairs(due) do a[#a + 1] = str(e[1]); a[#a + 1] = e[2]; a[#a + 1] = e[4] end
+  for _, e in ipairs(open) do b[#b + 1] = str(e[1]); b[#b + 1] = e[2]; b[#b + 1] = e[4] end
+  return {now_arg, a, b}
+end
+for _, e in ipairs(open) do due[#due + 1] = e end
+local lam0_out = ''
+if not isnan(log_lam0) then lam0_out = str(log_lam0) end
+if #due == 0 then return {now_arg, str(deadline), lam0_out, lam0_count, '', ''} end
+
+-- lease one URL of each chosen host; the writes shared by a shard go out in one call each
+local by_shard = {}
+for i, e in ipairs(due) do
+  local s = e[4]
+  by_shard[s] = by_shard[s] or {}
+  table.insert(by_shard[s], i)
+end
+local grants, names = {}, {}
+for s, idx in pairs(by_shard) do
+  use_shard(SHARD_KEYS, s)
+  local unread = {}
+  for _, i in ipairs(idx) do
+    if not due[i][3] then unread[#unread + 1] = due[i][2] end
+  end
+  if #unread > 0 then
+    local recs = bulk('HMGET', K_HOSTS, unread, 1)
+    local k = 0
+    for _, i in ipairs(idx) do
+      if not due[i][3] then k = k + 1; due[i][3] = recs[k] end
+    end
+  end
+  local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
+  local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
+  for j, i in ipairs(idx) do
+    local e = due[i]
+    local host = e[2]
+    local delay, gate, mean, count, scored = struct.unpack(HOST, e[3])
+    local q = K_QUEUE .. host
+    local ukey = redis.call('ZPOPMIN', q)[1]
+    -- only `due` is read and only `lease` written: no need to unpack the whole record
+    local rec = redis.call('HGET', K_URLS .. host, ukey)
+    local url_due = struct.unpack('<d', rec, URL_DUE_AT)
+    local gated = 0
+    if url_due <= now and gate > url_due then gated = 1 end
+    local was_ready = math.max(url_due, gate)
+    gate = now + delay
+    local seq = seq0 + j
+    rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
+    redis.call('HSET', K_URLS .. host, ukey, rec)
+    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    if head[1] then
+      ready[#ready + 1] = math.max(num(head[2]), gate)
+      ready[#ready + 1] = host
+    else
+      gone[#gone + 1] = host
+    end
+    host_recs[#host_recs + 1] = host
+    host_recs[#host_recs + 1] = struct.pack(HOST, delay, gate, mean, count, scored)
+    leases[#leases + 1] = seq
+    leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
+                                      nonce = nonce, host = host, ukey = ukey})
+    deadlines[#deadlines + 1] = deadline
+    deadlines[#deadlines + 1] = seq
+    grants[i] = rec .. struct.pack(GRANT, was_ready, mean, seq, s, #host, #ukey, gated)
+    names[i] = host .. ukey
+  end
+  bulk('HSET', K_HOSTS, host_recs, 2)
+  bulk('ZADD', K_READY, ready, 2)
+  bulk('ZREM', K_READY, gone, 1)
+  bulk('HSET', K_LEASES, leases, 2)
+  bulk('ZADD', K_DEADLINES, deadlines, 2)
+end
+return {now_arg, str(deadline), lam0_out, lam0_count, table.concat(grants),
+        table.concat(names)}

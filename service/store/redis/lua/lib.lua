@@ -1,7 +1,7 @@
 -- Prelude of every crawlsched script (prepended when the scripts are registered).
 --
 -- KEYS (built by service/store/redis/keys.py; all carry the shard's hash tag, so a
--- script touches one slot):
+-- script touches one slot; lease.lua alone touches every shard of one node, see there):
 --   KEYS[1]  meta        hash   counters of the shard: urls, expired, lseq
 --   KEYS[2]  hosts       hash   host -> packed host record (HOST layout below)
 --   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix s
@@ -26,6 +26,15 @@ local K_META, K_HOSTS, K_READY = KEYS[1], KEYS[2], KEYS[3]
 local K_LEASES, K_DEADLINES, K_FINISHED = KEYS[4], KEYS[5], KEYS[6]
 local K_QUEUE, K_URLS, K_EST = KEYS[7], KEYS[8], KEYS[9]
 local K_ONCE = KEYS[10]
+-- Scripts over several shards of one node (lease.lua) hold the keys of each shard, 9
+-- in the order above, one after the other in `list`, and point the K_* names at shard
+-- `i` (1-based) before touching it.
+local function use_shard(list, i)
+  local b = 9 * (i - 1)
+  K_META, K_HOSTS, K_READY = list[b + 1], list[b + 2], list[b + 3]
+  K_LEASES, K_DEADLINES, K_FINISHED = list[b + 4], list[b + 5], list[b + 6]
+  K_QUEUE, K_URLS, K_EST = list[b + 7], list[b + 8], list[b + 9]
+end
 
 local INF = math.huge
 local NAN = -(0 / 0)

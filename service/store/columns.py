@@ -1,0 +1,135 @@
+"""The columnar boundary of dispatch: a batch of leases as arrays, one row per lease.
+
+A store answers :meth:`~service.store.base.Store.lease_columns` with a
+:class:`LeaseColumns`: the leased URLs' stored state as one numpy structured array
+(:data:`URL_COLUMNS` fields; the Redis store decodes its script's packed answer into
+it with ``numpy.frombuffer``, no per-URL object), the lease ids, URLs and hosts as
+lists.  The dispatch use case computes crawl values on the arrays; per-URL
+:class:`~service.store.base.UrlState` objects are built only for callers that want
+them (:func:`grants_of`: ``lease_next``, tests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from service.store.base import LeaseGrant, UrlState
+
+__all__ = ["URL_COLUMNS", "LeaseColumns", "columns_of", "grants_of"]
+
+#: The fields of a leased URL's state, named as in :class:`UrlState`; times are Unix s
+#: (NaN: none), rates 1/s.  A store may give more fields (the Redis store's records).
+URL_COLUMNS = np.dtype(
+    [
+        ("weight", "<f8"),
+        ("change_rate", "<f8"),
+        ("recall", "<f8"),
+        ("false_signal_rate", "<f8"),
+        ("signal_time_equivalent_s", "<f8"),
+        ("threshold_s", "<f8"),
+        ("scored_lambda", "<f8"),
+        ("registered_at", "<f8"),
+        ("last_crawl_at", "<f8"),
+        ("last_signal_at", "<f8"),
+        ("last_click_at", "<f8"),
+        ("due_at", "<f8"),
+        ("signals_since_crawl", "<u4"),
+        ("clicks", "<u4"),
+        ("signals", "<u4"),
+        ("crawls", "<u4"),
+        ("changes", "<u4"),
+        ("fetch_errors", "<u4"),
+    ]
+)
+_FLOATS = ("last_crawl_at", "last_signal_at", "last_click_at")
+_NAMES = tuple(n for n in URL_COLUMNS.names or ())
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseColumns:
+    """Leases of one ``lease_columns`` call, in dispatch order (m rows).
+
+    Attributes
+    ----------
+    now : float
+        The time the store decided at (its clock; the latest reading when it decided
+        in parts), Unix s.
+    lease_ids, urls, hosts : list of str, length m
+    deadline : ndarray, shape (m,), float64
+        Lease deadlines, Unix s.
+    gated : ndarray, shape (m,), bool
+        The URL was due before its host's politeness gate opened.
+    threshold : ndarray, shape (m,), float64
+        Λ_h = λ₀ + λ_h of the URL's host when leased.
+    state : ndarray, shape (m,), structured
+        The URL's stored state as leased, at least the :data:`URL_COLUMNS` fields.
+    """
+
+    now: float
+    lease_ids: list[str]
+    urls: list[str]
+    hosts: list[str]
+    deadline: npt.NDArray[np.float64]
+    gated: npt.NDArray[np.bool_]
+    threshold: npt.NDArray[np.float64]
+    state: npt.NDArray[Any]
+
+    def __len__(self) -> int:
+        return len(self.lease_ids)
+
+
+def _opt(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def grants_of(cols: LeaseColumns) -> list[LeaseGrant]:
+    """The leases as :class:`LeaseGrant` objects (states without prior and observations)."""
+    rows = cols.state[list(_NAMES)].tolist()
+    out = []
+    for i, row in enumerate(rows):
+        f = dict(zip(_NAMES, row, strict=True))
+        for name in _FLOATS:
+            f[name] = _opt(f[name])
+        deadline = float(cols.deadline[i])
+        state = UrlState(
+            url=cols.urls[i], host=cols.hosts[i], lease_id=cols.lease_ids[i],
+            lease_deadline=deadline, **f,
+        )  # fmt: skip
+        out.append(
+            LeaseGrant(
+                cols.lease_ids[i], deadline, state, bool(cols.gated[i]), float(cols.threshold[i])
+            )
+        )
+    return out
+
+
+def columns_of(now: float, grants: Sequence[LeaseGrant]) -> LeaseColumns:
+    """The columns of leases given as objects."""
+    nan = math.nan
+    state = np.array(
+        [
+            tuple(
+                (nan if v is None else v) if name in _FLOATS else v
+                for name in _NAMES
+                for v in (getattr(g.state, name),)
+            )
+            for g in grants
+        ],
+        dtype=URL_COLUMNS,
+    )
+    return LeaseColumns(
+        now=now,
+        lease_ids=[g.lease_id for g in grants],
+        urls=[g.state.url for g in grants],
+        hosts=[g.state.host for g in grants],
+        deadline=np.array([g.deadline for g in grants], dtype=np.float64),
+        gated=np.array([g.gated for g in grants], dtype=np.bool_),
+        threshold=np.array([g.threshold for g in grants], dtype=np.float64),
+        state=state,
+    )

@@ -1,0 +1,252 @@
+"""The embedded store's dispatch: leases (as objects or as columns), their status,
+settling them, and the dispatch observations behind λ₀ and λ_h."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import secrets
+import struct
+from collections.abc import Iterator, Sequence
+from itertools import islice
+
+import numpy as np
+
+from scheduler_core.multipliers import TrackerConfig, update_log_mean
+from service.clock import TimeSource, read_time
+from service.store.base import (
+    CrawlOutcome,
+    DispatchObservation,
+    EventStatus,
+    IdempotencyKey,
+    LeaseGrant,
+    LeaseInfo,
+    Leases,
+    LeaseStatus,
+)
+from service.store.columns import URL_COLUMNS, LeaseColumns
+from service.store.memory_base import MemoryBase
+from service.store.memory_records import Host, Lease, Url
+
+__all__ = ["MemoryDispatch"]
+
+_TAU = struct.Struct("<f")  # outcomes keep τ as a 32-bit float, as the Redis store does
+_MAX_N = 65_535
+#: A URL leased: its record, its host, whether it was gated.
+_Row = tuple[Url, Host, bool]
+
+
+class MemoryDispatch(MemoryBase):
+    """Leases, their settlement and the dispatch observations of the embedded store."""
+
+    # -- leases ----------------------------------------------------------------------------------
+    def _reclaim(self, now: float) -> None:
+        for shard in self._shards:
+            while shard.leases and shard.leases[0][0] <= now:
+                _, lease_id = shard.leases.pop(0)
+                lease = self._active[lease_id]
+                self._finish(lease_id, lease, LeaseStatus.EXPIRED)
+                self._expired_total += 1
+                u = self._urls[lease.url]
+                u.lease_id = u.lease_deadline = None
+                host = self._hosts[u.host]
+                host.queue.add((u.due_at, u.url))
+                self._refresh(host)
+
+    def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row:
+        due_at, url = host.queue.pop(0)
+        gated = due_at <= now and host.gate_at > due_at
+        host.gate_at = now + host.crawl_delay_s
+        self._refresh(host)
+        self._lease_seq += 1
+        lease_id = f"{self._lease_nonce}{self._lease_seq:x}"  # this call's nonce, a counter
+        deadline = now + ttl_s
+        self._active[lease_id] = Lease(url, host.shard, deadline, now)
+        self._shards[host.shard].leases.add((deadline, lease_id))
+        u = self._urls[url]
+        u.lease_id, u.lease_deadline = lease_id, deadline
+        return u, host, gated
+
+    def _ready_hosts(self, now: float) -> Iterator[Host]:
+        """Hosts whose gate has opened, by readiness (merged over shards)."""
+        merged = heapq.merge(*(iter(s.ready) for s in self._shards))
+        for _, name in merged:
+            host = self._hosts[name]
+            if host.gate_at <= now:
+                yield host
+
+    async def lease_next(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> Leases:
+        t = read_time(now)  # once, when the store decides
+        rows = self._lease(t, n, lease_ttl_s, dispatch_ahead)
+        return Leases(
+            t,
+            [
+                LeaseGrant(
+                    u.lease_id or "",
+                    u.lease_deadline or t,
+                    self._snapshot(u),
+                    gated,
+                    self._lambda_of(host),
+                )  # fmt: skip
+                for u, host, gated in rows
+            ],
+        )
+
+    async def lease_columns(
+        self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """The leases as columns, built straight from the URL records (no snapshot)."""
+        t = read_time(now)
+        rows = self._lease(t, n, lease_ttl_s, dispatch_ahead)
+        nan = math.nan
+        state = np.array(
+            [
+                (
+                    u.weight,
+                    u.change_rate,
+                    u.recall,
+                    u.false_signal_rate,
+                    u.signal_time_equivalent_s,
+                    u.threshold_s,
+                    u.scored_lambda,
+                    u.registered_at,
+                    nan if u.last_crawl_at is None else u.last_crawl_at,
+                    nan if u.last_signal_at is None else u.last_signal_at,
+                    nan if u.last_click_at is None else u.last_click_at,
+                    u.due_at,
+                    u.signals_since_crawl,
+                    u.clicks,
+                    u.signals,
+                    u.crawls,
+                    u.changes,
+                    u.fetch_errors,
+                )  # fmt: skip
+                for u, _, _ in rows
+            ],
+            dtype=URL_COLUMNS,
+        )
+        deadline = t + lease_ttl_s
+        lam: dict[str, float] = {}
+        for _, host, _ in rows:
+            if host.name not in lam:
+                lam[host.name] = self._lambda_of(host)
+        return LeaseColumns(
+            now=t,
+            lease_ids=[u.lease_id or "" for u, _, _ in rows],
+            urls=[u.url for u, _, _ in rows],
+            hosts=[host.name for _, host, _ in rows],
+            deadline=np.full(len(rows), deadline),
+            gated=np.array([gated for _, _, gated in rows], dtype=np.bool_),
+            threshold=np.array([lam[host.name] for _, host, _ in rows], dtype=np.float64),
+            state=state,
+        )
+
+    def _lease(self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool) -> list[_Row]:
+        self._reclaim(now)
+        grants: list[_Row] = []
+        self._lease_nonce = secrets.token_hex(8)
+        # the shards' heads in a heap: only the shard leased from changes its head
+        heads = [(*s.ready[0], k) for k, s in enumerate(self._shards) if s.ready]
+        heapq.heapify(heads)
+        while len(grants) < n and heads:
+            readiness, name, k = heads[0]
+            if readiness > now:
+                break
+            grants.append(self._lease_one(self._hosts[name], now, lease_ttl_s))
+            ready = self._shards[k].ready
+            if ready:
+                heapq.heapreplace(heads, (*ready[0], k))
+            else:
+                heapq.heappop(heads)
+        while dispatch_ahead and len(grants) < n:
+            # below threshold: not-yet-due URLs of open hosts, earliest due first
+            hosts = list(islice(self._ready_hosts(now), n - len(grants)))
+            if not hosts:
+                break
+            grants.extend(self._lease_one(h, now, lease_ttl_s) for h in hosts)
+        return grants
+
+    async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
+        out = []
+        for lease_id in lease_ids:
+            lease = self._active.get(lease_id) or self._finished.get(lease_id)
+            if lease is None:
+                out.append(LeaseInfo(LeaseStatus.UNKNOWN, None, None))
+            else:
+                out.append(LeaseInfo(lease.status, lease.url, lease.issued_at))
+        return out
+
+    async def settle(
+        self,
+        outcomes: Sequence[CrawlOutcome],
+        retry_delay_s: float,
+        discard_within_s: float,
+        outcome_window: int,
+        once: IdempotencyKey | None = None,
+    ) -> list[EventStatus]:
+        seen = self._answers.replay(once)
+        if seen is not None:
+            return seen
+        out = [
+            self._settle_one(o, retry_delay_s, discard_within_s, outcome_window) for o in outcomes
+        ]
+        self._answers.remember(once, out)
+        return out
+
+    def _settle_one(
+        self, o: CrawlOutcome, retry_delay_s: float, discard_s: float, window: int
+    ) -> EventStatus:
+        lease = self._active.get(o.lease_id) or self._finished.get(o.lease_id)
+        if lease is None:
+            return EventStatus.UNKNOWN_LEASE
+        if lease.url != o.url:
+            return EventStatus.STALE
+        if lease.status is LeaseStatus.SETTLED:
+            return EventStatus.DUPLICATE
+        u = self._urls.get(o.url)
+        if u is None or (lease.status is LeaseStatus.EXPIRED and u.lease_id is not None):
+            return EventStatus.STALE  # URL dropped, or leased again since this lease expired
+        host = self._hosts[u.host]
+        if lease.status is LeaseStatus.ACTIVE:
+            self._shards[lease.shard].leases.discard((lease.deadline, o.lease_id))
+        else:
+            host.queue.discard((u.due_at, u.url))  # expired lease: the URL was queued again
+        self._finish(o.lease_id, lease, LeaseStatus.SETTLED)
+        u.lease_id = u.lease_deadline = None
+        if o.ok:
+            u.crawls += 1
+            u.changes += bool(o.changed)
+            if o.changed is not None and u.last_crawl_at is not None:
+                tau = o.fetched_at - u.last_crawl_at
+                if tau > 0:
+                    (tau32,) = _TAU.unpack(_TAU.pack(tau))
+                    u.outcomes.append((tau32, min(u.signals_since_crawl, _MAX_N), o.changed))
+                    del u.outcomes[:-window]
+            if u.last_crawl_at is None or o.fetched_at > u.last_crawl_at:
+                u.last_crawl_at = o.fetched_at
+                late = u.last_signal_at is not None and u.last_signal_at > o.fetched_at + discard_s
+                u.signals_since_crawl = 1 if late else 0
+            host.queue.add((u.due_at, u.url))
+            self._rescore(u)
+        else:
+            u.fetch_errors += 1
+            host.queue.add((u.due_at, u.url))
+            self._move(u, max(u.due_at, o.fetched_at + retry_delay_s))
+        return EventStatus.ACCEPTED
+
+    # -- multipliers -----------------------------------------------------------------------------
+    async def observe_dispatch(
+        self, observations: Sequence[DispatchObservation], config: TrackerConfig
+    ) -> None:
+        free = [o.log_value for o in observations if not o.gated]
+        self._lambda0 = update_log_mean(self._lambda0, free, config)
+        log_lam0 = self._lambda0.log_mean
+        for o in observations:
+            host = self._hosts.get(o.host)
+            if host is None:
+                continue
+            x = o.log_value if o.gated else log_lam0
+            if x is not None:
+                host.estimate = update_log_mean(host.estimate, (x,), config)
