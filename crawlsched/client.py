@@ -11,6 +11,7 @@ and the same :class:`~service.client.ClientStats`.  Errors::
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -108,7 +109,7 @@ class AsyncClient(CrawlschedClient):
         still sets their host's politeness); the answer counts ``created`` and ``kept``.
         Each item is a URL or a registration (``{"url", "crawl_delay_s"?, ...}``).
         """
-        answer = await self._call("POST", "/urls", json=_discovered(urls))
+        answer = await self._call("POST", "/urls", idempotent=True, json=_discovered(urls))
         return cast(dict[str, int], answer)
 
 
@@ -182,10 +183,12 @@ class Client:
         path: str,
         *,
         events: Sequence[Mapping[str, Any]] = (),
+        idempotent: bool = False,
         **kwargs: Any,
     ) -> Any:
         """One request, retried as :meth:`AsyncClient._call` does (``events``, each with
-        a ``url``, are what the body carries, for :attr:`stats`).
+        a ``url``, are what the body carries, for :attr:`stats`; ``idempotent``: send a
+        new ``Idempotency-Key``, the same on every retry, so a retried batch counts once).
 
         Raises
         ------
@@ -194,6 +197,9 @@ class Client:
         httpx.TransportError
             A transport error once retries are exhausted, or one not worth a retry.
         """
+        if idempotent:
+            key = {"Idempotency-Key": secrets.token_hex(16)}
+            kwargs["headers"] = {**kwargs.get("headers", {}), **key}
         give_up_at: float | None = None
         attempt = 0
         while True:
@@ -226,12 +232,16 @@ class Client:
 
     def register(self, urls: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         """``POST /urls``: register URLs with optional priors (or update them)."""
-        return cast(dict[str, int], self._call("POST", "/urls", json={"urls": list(urls)}))
+        return cast(
+            dict[str, int], self._call("POST", "/urls", idempotent=True, json={"urls": list(urls)})
+        )
 
     def discover(self, urls: Sequence[Mapping[str, Any] | str]) -> dict[str, int]:
         """``POST /urls`` with ``keep_known``: register links found while crawling,
         leaving known URLs alone (see :meth:`AsyncClient.discover`)."""
-        return cast(dict[str, int], self._call("POST", "/urls", json=_discovered(urls)))
+        return cast(
+            dict[str, int], self._call("POST", "/urls", idempotent=True, json=_discovered(urls))
+        )
 
     def remove(self, urls: Sequence[str]) -> int:
         """``DELETE /urls``: drop URLs; returns how many were registered."""
@@ -244,17 +254,25 @@ class Client:
     def results(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /crawl-result``: settle leases with fetch outcomes."""
         body = {"results": list(results)}
-        return cast(dict[str, Any], self._call("POST", "/crawl-result", events=results, json=body))
+        return cast(
+            dict[str, Any],
+            self._call("POST", "/crawl-result", events=results, idempotent=True, json=body),
+        )
 
     def signals(self, signals: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /signal``: change-indicating signals."""
         body = {"signals": list(signals)}
-        return cast(dict[str, Any], self._call("POST", "/signal", events=signals, json=body))
+        return cast(
+            dict[str, Any],
+            self._call("POST", "/signal", events=signals, idempotent=True, json=body),
+        )
 
     def clicks(self, clicks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """``POST /click``: requests for cached copies (the importance signal)."""
         body = {"clicks": list(clicks)}
-        return cast(dict[str, Any], self._call("POST", "/click", events=clicks, json=body))
+        return cast(
+            dict[str, Any], self._call("POST", "/click", events=clicks, idempotent=True, json=body)
+        )
 
     def explain(self, url: str) -> dict[str, Any]:
         """``GET /urls/{url}``: why the URL is (not) being crawled."""

@@ -115,3 +115,25 @@ def test_the_package_exports_the_clients() -> None:
     assert crawlsched.__version__
     with pytest.raises(ValueError, match="retry_for_s"):
         Client("http://127.0.0.1:1", retry_for_s=-1)
+
+
+def test_sync_client_sends_one_idempotency_key_per_batch(service: str) -> None:
+    sent: list[tuple[str, str | None]] = []
+
+    def record(request: httpx.Request) -> None:
+        sent.append((request.method, request.headers.get("idempotency-key")))
+
+    url = "https://keys.example/1"
+    with (
+        httpx.Client(base_url=service, event_hooks={"request": [record]}) as http,
+        Client(http=http) as cs,
+    ):
+        cs.register([{"url": url}])
+        now = cs.healthz()["now"]
+        cs.clicks([{"url": url, "time": now}])
+        cs.signals([{"url": url, "time": now}])
+        cs.remove([url])
+    posts = [key for method, key in sent if method == "POST"]
+    assert len(posts) == 3 and all(key and 16 <= len(key) <= 255 for key in posts)
+    assert len(set(posts)) == 3  # a new key for every batch
+    assert all(key is None for method, key in sent if method != "POST")
