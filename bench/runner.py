@@ -94,7 +94,7 @@ async def run(cfg: Config, console: Console) -> Report:
         else:  # the embedded store: everything through the API, however long it takes
             cfg = dataclasses.replace(cfg, load_budget=math.inf)
         with served_app(env) as base:
-            api_pid = child_pid("uvicorn")
+            api_pid = child_pid("-m service serve")  # served_app runs `python -m service serve`
             meter = Meter(api_pid, server.process.pid, admin, base)
             console.log(
                 f"redis pid {server.process.pid} port {server.port}; API pid {api_pid} "
