@@ -11,7 +11,6 @@ and the same :class:`~service.client.ClientStats`.  Errors::
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -28,6 +27,7 @@ from service.client import (
     ClientStats,
     CrawlschedClient,
     CrawlschedError,
+    with_idempotency_key,
 )
 
 __all__ = ["AsyncClient", "Client", "ClientStats", "CrawlschedError"]
@@ -198,8 +198,7 @@ class Client:
             A transport error once retries are exhausted, or one not worth a retry.
         """
         if idempotent:
-            key = {"Idempotency-Key": secrets.token_hex(16)}
-            kwargs["headers"] = {**kwargs.get("headers", {}), **key}
+            with_idempotency_key(kwargs)
         give_up_at: float | None = None
         attempt = 0
         while True:

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["ClientStats", "CrawlschedClient", "CrawlschedError"]
+__all__ = ["ClientStats", "CrawlschedClient", "CrawlschedError", "with_idempotency_key"]
 
 #: Transport errors worth a retry: the service may be restarting or its answer was lost.
 _RETRYABLE = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
@@ -22,6 +22,12 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: First and longest pause between retries, s (the service's ``Retry-After`` is 1 s).
 _FIRST_BACKOFF_S = 0.05
 _MAX_BACKOFF_S = 1.0
+
+
+def with_idempotency_key(kwargs: dict[str, Any]) -> None:
+    """Add a new ``Idempotency-Key`` header to a request's keyword arguments (one per
+    batch: a retry reuses the same arguments, and so the same key)."""
+    kwargs["headers"] = {**kwargs.get("headers", {}), "Idempotency-Key": secrets.token_hex(16)}
 
 
 class CrawlschedError(Exception):
@@ -146,8 +152,7 @@ class CrawlschedClient:
             A transport error once retries are exhausted, or one not worth a retry.
         """
         if idempotent:
-            key = {"Idempotency-Key": secrets.token_hex(16)}
-            kwargs["headers"] = {**kwargs.get("headers", {}), **key}
+            with_idempotency_key(kwargs)
         give_up_at: float | None = None
         attempt = 0
         while True:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
-import httpx
-
 from service.ports import free_port
+from service.subprocesses import served_process
 
 __all__ = ["free_port", "served_app"]
 
@@ -38,25 +35,9 @@ def served_app(
         sys.executable, "-m", "service", "serve",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", log_level,
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, env={**os.environ, **env})
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the service exited with code {proc.returncode}")
-            try:
-                if httpx.get(f"{base_url}/healthz", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the service did not become healthy in time")
-            time.sleep(0.1)
+    environment = {**os.environ, **env}
+    with served_process(
+        cmd, environment, f"{base_url}/healthz", name="the service",
+        startup_timeout_s=startup_timeout_s,
+    ):  # fmt: skip
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

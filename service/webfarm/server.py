@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from scheduler_core.sim import World
 from service.client import CrawlschedClient
 from service.clock import AcceleratedClock, Clock
 from service.ports import free_port
+from service.subprocesses import served_process
 from service.webfarm.app import Background, farm_app
 from service.webfarm.farm import Farm
 from service.webfarm.feed import FeedStats, feed_events
@@ -114,26 +114,12 @@ def served_farm(
     base_url = f"http://127.0.0.1:{port}"
     script = Path(sys.executable).with_name("crawlsched")
     cmd = [str(script), "webfarm", *args, "--port", str(port)]
-    proc = subprocess.Popen(cmd, env={**os.environ, "NO_COLOR": "1"})
-    try:
-        deadline = time.monotonic() + startup_timeout_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the farm exited with code {proc.returncode}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{base_url}/_farm/world", timeout=1.0).status_code == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("the farm did not start in time")
-            time.sleep(0.1)
+    environment = {**os.environ, "NO_COLOR": "1"}
+    with served_process(
+        cmd, environment, f"{base_url}/_farm/world", name="the farm",
+        startup_timeout_s=startup_timeout_s,
+    ):  # fmt: skip
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class FarmRun:
