@@ -9,11 +9,10 @@ from scheduler_core.params import FloatArray
 from service.errors import InvalidInput
 from service.scheduler.context import Context
 from service.scheduler.scoring import due_by_revisit_cap, values_of_columns
-from service.schemas import LeaseOut, NextOut
 from service.store.base import DispatchObservation
 from service.store.columns import LeaseColumns
 
-__all__ = ["Dispatched", "dispatch", "next_urls"]
+__all__ = ["Dispatched", "dispatch"]
 
 
 class Dispatched(NamedTuple):
@@ -21,30 +20,6 @@ class Dispatched(NamedTuple):
 
     leases: LeaseColumns
     values: FloatArray
-
-
-async def next_urls(ctx: Context, n: int) -> NextOut:
-    """:func:`dispatch`, the answer as the ``GET /next`` model (the route itself encodes
-    the columns directly)."""
-    cols, values = await dispatch(ctx, n)
-    due_at = cols.state["due_at"].tolist()
-    return NextOut(
-        now=cols.now,
-        leases=[
-            LeaseOut(
-                url=cols.urls[i],
-                host=cols.hosts[i],
-                lease_id=cols.lease_ids[i],
-                deadline=d,
-                crawl_value=v,
-                threshold=t,
-                due_at=due_at[i],
-            )  # fmt: skip
-            for i, (d, v, t) in enumerate(
-                zip(cols.deadline.tolist(), values.tolist(), cols.threshold.tolist(), strict=True)
-            )
-        ],
-    )
 
 
 async def dispatch(ctx: Context, n: int) -> Dispatched:
