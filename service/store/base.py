@@ -298,6 +298,13 @@ class Store(Protocol):
         """Drop URLs (and their leases); returns how many existed."""
         ...
 
+    async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
+        """Keep the content signature (an ETag or a digest of the body) of each
+        (URL, signature) pair and answer the one it replaces (None: none kept).  A
+        URL's signature goes with the URL (:meth:`remove_urls`); URLs need not be
+        registered.  Lets a crawl result say "changed" by comparing signatures."""
+        ...
+
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
         """Snapshots of the named URLs (None where unknown)."""
         ...

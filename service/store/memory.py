@@ -95,7 +95,16 @@ class MemoryStore(MemoryDispatch):
             else:
                 host.queue.discard((u.due_at, url))
             self._refresh(host)
+        for url in urls:
+            self._signatures.pop(url, None)
         return removed
+
+    async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
+        out = []
+        for url, signature in signatures:
+            out.append(self._signatures.get(url))
+            self._signatures[url] = signature
+        return out
 
     # -- reads ---------------------------------------------------------------------------------
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:

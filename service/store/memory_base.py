@@ -67,6 +67,7 @@ class MemoryBase:
         self._lease_seq = 0  # leases issued by this store: lease ids never repeat
         self._lease_nonce = ""  # random per lease call
         self._groups: dict[str, tuple[float, ...]] = {}
+        self._signatures: dict[str, str] = {}  # URL -> content signature of its last fetch
         self._lambda0 = LogMean(None if initial_lambda0 is None else math.log(initial_lambda0))
         # answers of batches under an idempotency key: registrations, events
         self._registered: Answers[bool] = Answers()

@@ -50,6 +50,12 @@ class ShardKeys:
         idempotency key's record, expiring), one status digit per event."""
         return f"{self.tag}once:{digest}".encode()
 
+    @property
+    def signatures(self) -> str:
+        """Hash: URL -> the content signature (ETag or body digest) of its last fetch
+        that sent one (``signatures.lua``)."""
+        return f"{self.tag}sig"
+
     def est(self, host: str) -> str:
         """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
         crawl outcomes; ``records.EST_*``); a URL with none of these has no field."""

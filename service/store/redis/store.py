@@ -52,6 +52,7 @@ from service.store.redis.records import (
     unpack_host,
     unpack_url,
 )
+from service.store.redis.scripts import Call
 from service.urls import host_of
 
 __all__ = ["RedisStore", "open_client"]
@@ -151,7 +152,33 @@ class RedisStore(RedisDispatch):
             self._call("remove", shard, [self._history, *(x for _, h, k in items for x in (h, k))])
             for shard, items in groups.items()
         ]
-        return sum(int(a) for a in await self._run(calls))
+        drops = [
+            Call(
+                "signatures",
+                [self._keys[shard].signatures],
+                ["drop", *(urls[i] for i, _, _ in items)],
+            )
+            for shard, items in groups.items()
+        ]
+        answers = await self._run([*calls, *drops])
+        return sum(int(a) for a in answers[: len(calls)])
+
+    @unavailable
+    async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
+        groups = self._by_shard([url for url, _ in signatures])
+        calls = [
+            Call(
+                "signatures",
+                [self._keys[shard].signatures],
+                ["swap", *(x for i, _, _ in items for x in signatures[i])],
+            )
+            for shard, items in groups.items()
+        ]
+        out: list[str | None] = [None] * len(signatures)
+        for items, answer in zip(groups.values(), await self._run(calls), strict=True):
+            for (i, _, _), previous in zip(items, answer, strict=True):
+                out[i] = None if previous is None else text(previous)
+        return out
 
     # -- reads ---------------------------------------------------------------------------------
     @unavailable
