@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -93,7 +94,13 @@ async def open_store(settings: Settings, *, wait_s: float = 30.0) -> Store:
 
 
 def create_app(
-    settings: Settings | None = None, *, clock: Clock | None = None, store: Store | None = None
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    store: Store | None = None,
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
+    grpc_tls: tuple[Path, Path] | None = None,
 ) -> FastAPI:
     """Build the service.
 
@@ -103,12 +110,18 @@ def create_app(
         Defaults to :func:`service.settings.get_settings` (environment).
     clock, store : optional
         Override what the settings would build (tests).
+    grpc_port : int, optional
+        Also serve URLFrontier's gRPC protocol on ``grpc_host:grpc_port`` (0: a free
+        port; ``app.state.grpc_port`` tells which) while the app runs, on the same
+        event loop, store and tokens; ``grpc_tls``: (private key, certificate chain),
+        PEM files, for TLS (the HTTP API's).
     """
     settings = settings or get_settings()
     given = store or (build_store(settings) if settings.store == "memory" else None)
     fixed_clock = clock
     clock = clock or build_clock(settings)
     metrics = Metrics()
+    tokens = auth.TokenTable(settings.auth_pairs())  # no token: authentication off
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -124,6 +137,14 @@ def create_app(
             epoch = await opened.clock_epoch(time.time())
             shared_clock = AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
         context = app.state.context = Context(opened, shared_clock, settings, metrics)
+        grpc_server = None
+        if grpc_port is not None:
+            from service.grpc.server import start_grpc  # grpcio loads only when asked for
+
+            grpc_server, app.state.grpc_port = await start_grpc(
+                context, tokens, grpc_host, grpc_port, grpc_tls
+            )
+            log.info("URLFrontier gRPC on %s:%d", grpc_host, app.state.grpc_port)
         stop = asyncio.Event()
         tasks = {
             asyncio.create_task(run_rescorer(context, stop), name="rescorer"),
@@ -136,6 +157,10 @@ def create_app(
             # a flag and a bounded wait: a cancellation swallowed inside a Redis call
             # must not hang the shutdown
             stop.set()
+            if grpc_server is not None:
+                from service.grpc.server import GRACE_S
+
+                await grpc_server.stop(GRACE_S)
             for task in tasks:
                 task.cancel()
             _, pending = await asyncio.wait(tasks, timeout=5.0)
@@ -144,7 +169,7 @@ def create_app(
             await context.store.close()
 
     app = FastAPI(title="crawlsched", version=__version__, lifespan=lifespan)
-    auth.install(app, auth.TokenTable(settings.auth_pairs()))  # no token: authentication off
+    auth.install(app, tokens)
     observability.install(app, metrics)  # outermost: request ids, durations, access log
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)

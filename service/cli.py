@@ -175,6 +175,16 @@ def serve(
         Path | None,
         typer.Option("--ssl-certfile", help="TLS: certificate chain (PEM), with --ssl-keyfile"),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            "--grpc-port",
+            min=0,
+            max=65535,
+            help="also serve URLFrontier's gRPC protocol on this TCP port (same interface, "
+            "tokens and TLS files)",
+        ),
+    ] = None,
     log_level: LogLevelOpt = LogLevel.info,
     log_format: LogFormatOpt = LogFormat.auto,
 ) -> None:
@@ -198,8 +208,9 @@ def serve(
             "reaches the port may register, lease, settle and delete URLs",
             highlight=False,
         )
+    tls = None if ssl_keyfile is None or ssl_certfile is None else (ssl_keyfile, ssl_certfile)
     uvicorn.run(
-        create_app(settings),
+        create_app(settings, grpc_port=grpc_port, grpc_host=host, grpc_tls=tls),
         host=host,
         port=port,
         ssl_keyfile=None if ssl_keyfile is None else str(ssl_keyfile),

@@ -22,7 +22,7 @@ class Dispatched(NamedTuple):
     values: FloatArray
 
 
-async def dispatch(ctx: Context, n: int) -> Dispatched:
+async def dispatch(ctx: Context, n: int, *, lease_ttl_s: float | None = None) -> Dispatched:
     """Lease up to ``n`` URLs of highest crawl value, within every host's politeness.
 
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
@@ -32,6 +32,8 @@ async def dispatch(ctx: Context, n: int) -> Dispatched:
     λ_h, once λ₀ has an estimate), except those of URLs due only by the revisit cap
     (their value is below any threshold by construction).  The leases come as
     columns and the values are computed on them (no per-URL state object).
+    ``lease_ttl_s``: how long the leases last, s (default: the ``lease_ttl_s`` setting;
+    URLFrontier's ``delay_requestable``).
 
     Raises
     ------
@@ -41,8 +43,11 @@ async def dispatch(ctx: Context, n: int) -> Dispatched:
     s = ctx.settings
     if not 1 <= n <= s.max_next:
         raise InvalidInput(("n",), f"must lie in [1, {s.max_next}]")
+    ttl = s.lease_ttl_s if lease_ttl_s is None else lease_ttl_s
+    if not 0 < ttl < math.inf:
+        raise InvalidInput(("lease_ttl_s",), "must be a positive number of seconds")
     # the store reads the clock when it decides (Redis: its own TIME)
-    cols = await ctx.store.lease_columns(ctx.clock, n, s.lease_ttl_s, s.dispatch_ahead)
+    cols = await ctx.store.lease_columns(ctx.clock, n, ttl, s.dispatch_ahead)
     values = values_of_columns(cols.state, cols.now, s.value_terms)
     logs = [math.log(v) if v > 0 else -math.inf for v in values.tolist()]
     counted = (~due_by_revisit_cap(cols.state, s.max_revisit_s)).tolist()
