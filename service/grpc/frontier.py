@@ -81,14 +81,17 @@ async def discover(ctx: Context, infos: Sequence[pb.URLInfo]) -> list[Ack]:
     return [Ack.SKIPPED if item is None else Ack.OK for item in parsed]
 
 
-async def put_known(ctx: Context, info: pb.URLInfo, refetchable_from_date: int) -> Ack:
+async def put_known(
+    ctx: Context, info: pb.URLInfo, refetchable_from_date: int, *, may_register: bool
+) -> Ack:
     """A fetched URL: settle its lease with the outcome its metadata tell.
 
     The status is ``fetch.statusCode`` (200 if absent).  "Changed" is False for a 304,
     otherwise the content signature (``signature`` or an ETag) compared with the
     last one kept for the URL (unknown on the first).  The lease is the one the
     metadata name (as GetURLs sent it), else the URL's current one.  A URL the
-    frontier does not hold is registered as fetched now.  ``refetchable_from_date``
+    frontier does not hold is registered as fetched now if ``may_register`` (the
+    caller's role may register URLs), else ``SKIPPED``.  ``refetchable_from_date``
     is not applied yet (docs/urlfrontier.md).
 
     Raises
@@ -104,6 +107,8 @@ async def put_known(ctx: Context, info: pb.URLInfo, refetchable_from_date: int) 
     lease_id = lease_of(meta)
     if lease_id is None:
         (state,) = await url_states(ctx, [item.url])
+        if state is None and not may_register:
+            return Ack.SKIPPED
         if state is None:  # a URL fetched before the frontier held it
             now = ctx.clock.now()
             await register(ctx, [UrlIn(url=item.url, last_crawled_at=now)], keep_known=True)

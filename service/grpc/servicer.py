@@ -137,7 +137,12 @@ class FrontierServicer:
                 if kind == "discovered":
                     (ack,) = await discover(self.ctx, [info])
                 elif kind == "known":
-                    ack = await put_known(self.ctx, info, item.known.refetchable_from_date)
+                    ack = await put_known(
+                        self.ctx,
+                        info,
+                        item.known.refetchable_from_date,
+                        may_register=role is Role.ADMIN,
+                    )
                 else:
                     ack = Ack.SKIPPED  # neither discovered nor known
             except StoreUnavailable as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -47,4 +48,8 @@ async def run_leading(
             store_down = True
         except Exception:  # keep the loop alive; the next pass retries
             log.exception("%s pass failed", label)
-        await asyncio.sleep(interval_s)
+        if stop is None:
+            await asyncio.sleep(interval_s)
+        else:  # a stop ends the wait at once (also when a store call swallowed a cancel)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), interval_s)

@@ -39,35 +39,10 @@ class Frontier:
     port: int
     store: Store
 
-    def channel(self, token: str | None = None) -> tuple[grpc.aio.Channel, Any]:
-        """Another channel and stub (with ``token`` in every call's metadata)."""
-        interceptors = [] if token is None else [_Bearer(token)]
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.port}", interceptors=interceptors)
-        return channel, urlfrontier_pb2_grpc.URLFrontierStub(channel)
 
-
-class _Bearer(
-    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
-    grpc.aio.StreamStreamClientInterceptor,  # type: ignore[misc]
-):
-    """Adds ``authorization: Bearer <token>`` to every call."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def _with_token(self, details: Any) -> Any:
-        metadata = list(details.metadata or []) + [("authorization", f"Bearer {self.token}")]
-        return details._replace(metadata=metadata)
-
-    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._with_token(details), request)
-
-    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._with_token(details), request)
-
-    async def intercept_stream_stream(self, continuation: Any, details: Any, requests: Any) -> Any:
-        return await continuation(self._with_token(details), requests)
+def bearer(token: str | None) -> tuple[tuple[str, str], ...]:
+    """Call metadata that carries ``token`` (none: no metadata)."""
+    return () if token is None else (("authorization", f"Bearer {token}"),)
 
 
 @pytest.fixture

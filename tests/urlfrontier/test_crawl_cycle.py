@@ -33,12 +33,12 @@ async def items(xs: Sequence[Any]) -> AsyncIterator[Any]:
         yield x
 
 
-async def put(stub: Any, xs: Sequence[pb.URLItem]) -> list[pb.AckMessage]:
-    return [ack async for ack in stub.PutURLs(items(xs))]
+async def put(stub: Any, xs: Sequence[pb.URLItem], metadata: Any = ()) -> list[pb.AckMessage]:
+    return [ack async for ack in stub.PutURLs(items(xs), metadata=metadata)]
 
 
-async def get(stub: Any, **params: Any) -> list[pb.URLInfo]:
-    return [info async for info in stub.GetURLs(pb.GetParams(**params))]
+async def get(stub: Any, metadata: Any = (), **params: Any) -> list[pb.URLInfo]:
+    return [info async for info in stub.GetURLs(pb.GetParams(**params), metadata=metadata)]
 
 
 async def status(stub: Any, url: str) -> tuple[dict[str, str], pb.URLItem]:

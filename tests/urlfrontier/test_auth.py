@@ -1,0 +1,69 @@
+"""Bearer tokens in gRPC metadata: the HTTP API's tokens and roles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+
+from service.grpc import urlfrontier_pb2 as pb
+from urlfrontier.conftest import Frontier, Serve, bearer
+from urlfrontier.test_crawl_cycle import discovered, get, known, put
+
+pytestmark = pytest.mark.anyio
+TOKENS = "admin:adm-1,worker:wrk-1,read:rd-1,events:ev-1"
+
+
+async def _code(coro: Any) -> grpc.StatusCode:
+    try:
+        await coro
+    except grpc.aio.AioRpcError as err:
+        assert err.details(), "every refusal says why"
+        return err.code()
+    return grpc.StatusCode.OK
+
+
+async def _as(f: Frontier, token: str | None) -> dict[str, grpc.StatusCode]:
+    md, stub = bearer(token), f.stub
+    return {
+        "GetStats": await _code(stub.GetStats(pb.QueueWithinCrawlParams(), metadata=md)),
+        "GetURLs": await _code(get(stub, md)),
+        "PutURLs known": await _code(put(stub, [known(pb.URLInfo(url="https://k.example/"))], md)),
+        "PutURLs discovered": await _code(put(stub, [discovered("https://d.example/")], md)),
+        "SetActive": await _code(stub.SetActive(pb.Active(state=True), metadata=md)),
+    }
+
+
+async def test_roles_admit_the_calls_of_their_http_routes(serve: Serve) -> None:
+    ok, denied = grpc.StatusCode.OK, grpc.StatusCode.PERMISSION_DENIED
+    async with serve(auth_tokens=TOKENS) as f:
+        assert await _as(f, "adm-1") == dict.fromkeys(
+            ["GetStats", "GetURLs", "PutURLs known", "PutURLs discovered", "SetActive"], ok
+        )
+        assert await _as(f, "wrk-1") == {
+            "GetStats": denied, "GetURLs": ok, "PutURLs known": ok,
+            "PutURLs discovered": denied, "SetActive": denied,
+        }  # fmt: skip
+        assert await _as(f, "rd-1") == {
+            "GetStats": ok, "GetURLs": denied, "PutURLs known": denied,
+            "PutURLs discovered": denied, "SetActive": denied,
+        }  # fmt: skip
+        assert set((await _as(f, "ev-1")).values()) == {denied}
+
+
+async def test_a_worker_cannot_register_through_a_known_item(serve: Serve) -> None:
+    async with serve(auth_tokens=TOKENS) as f:
+        (ack,) = await put(f.stub, [known(pb.URLInfo(url="https://new.example/"))], bearer("wrk-1"))
+        assert ack.status == pb.AckMessage.SKIPPED
+        counted = await f.stub.CountURLs(pb.CountUrlParams(), metadata=bearer("adm-1"))
+        assert counted.value == 0
+
+
+async def test_a_missing_or_unknown_token_is_unauthenticated(serve: Serve) -> None:
+    async with serve(auth_tokens=TOKENS) as f:
+        assert set((await _as(f, None)).values()) == {grpc.StatusCode.UNAUTHENTICATED}
+        assert set((await _as(f, "nope")).values()) == {grpc.StatusCode.UNAUTHENTICATED}
+        # nothing was registered by the refused calls
+        counted = await f.stub.CountURLs(pb.CountUrlParams(), metadata=bearer("rd-1"))
+        assert counted.value == 0
