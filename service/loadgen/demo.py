@@ -10,6 +10,10 @@ from collections.abc import Iterator
 from service.ports import free_port
 from service.subprocesses import served_process
 
+#: The service package as installed (``service`` in the repository; the wheel ships it
+#: under another name, docs/operations.md "Packaging"), run with ``python -m``.
+_SERVICE = __name__.removesuffix(".loadgen.demo")
+
 __all__ = ["free_port", "served_app"]
 
 
@@ -32,7 +36,7 @@ def served_app(
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     cmd = [
-        sys.executable, "-m", "service", "serve",
+        sys.executable, "-m", _SERVICE, "serve",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", log_level,
     ]  # fmt: skip
     environment = {**os.environ, **env}

@@ -83,7 +83,8 @@ def preset_toml(name: str) -> str:
     """
     if name not in PRESETS:
         raise ParameterError(f"unknown world preset {name!r}; known: {', '.join(PRESETS)}")
-    return resources.files("service.loadgen").joinpath(PRESETS[name]).read_text("utf-8")
+    folder = resources.files(__package__ or "service.loadgen")  # also where a wheel puts it
+    return folder.joinpath(PRESETS[name]).read_text("utf-8")
 
 
 def preset_spec(name: str) -> WorldSpec:

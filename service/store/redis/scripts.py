@@ -55,7 +55,7 @@ class ScriptSet:
     """The store's scripts, by name, with their SHA1."""
 
     def __init__(self) -> None:
-        folder = resources.files("service.store.redis") / "lua"
+        folder = resources.files(__package__ or "service.store.redis") / "lua"
         lib = (folder / "lib.lua").read_text()
         self.sources = {n: _source(lib, (folder / f"{n}.lua").read_text()) for n in NAMES}
         self.sha = {n: hashlib.sha1(src.encode()).hexdigest() for n, src in self.sources.items()}
