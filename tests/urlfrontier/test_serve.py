@@ -4,8 +4,10 @@ cycle against the command as users start it (HTTP and gRPC in one process)."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 import httpx
@@ -68,3 +70,22 @@ def test_a_crawl_cycle_against_crawlsched_serve() -> None:
             f"{base}/urls/{urls[0]}", headers={"Authorization": "Bearer adm-7"}, timeout=10
         ).json()
         assert explained["crawls"] == 1
+
+
+def test_the_readme_client_example_runs_as_written() -> None:
+    http_port, grpc_port = free_port(), free_port()
+    cmd = [
+        sys.executable, "-m", "service", "serve", "--port", str(http_port),
+        "--grpc-port", str(grpc_port), "--log-level", "warning",
+    ]  # fmt: skip
+    env = {**os.environ, "CRAWLSCHED_STORE": "memory"}
+    example = Path(__file__).parents[2] / "docs" / "examples" / "urlfrontier_client.py"
+    with served_process(
+        cmd, env, f"http://127.0.0.1:{http_port}/healthz", name="serve", startup_timeout_s=60
+    ):
+        done = subprocess.run(
+            [sys.executable, str(example), f"127.0.0.1:{grpc_port}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[0]", "['https://example.com/']", "[0]", "1"]
