@@ -40,6 +40,7 @@ __all__ = [
     "CrawlOutcome",
     "DispatchObservation",
     "EventStatus",
+    "NO_LIMITS",
     "HostChange",
     "HostOrder",
     "HostPage",
@@ -137,6 +138,11 @@ class ControlRules:
     backoff_jitter: float = 0.1
     gone_after: int = 3
     max_in_flight: int = 1
+
+
+#: No minimum revisit and no in-flight cap (back-off and retirement as by default): what
+#: a store obeys when it is given no rules.  The service passes its settings' rules.
+NO_LIMITS = ControlRules(min_revisit_s=0.0, max_in_flight=1_000_000)
 
 
 def is_back_off(status: int) -> bool:

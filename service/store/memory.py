@@ -24,7 +24,8 @@ from service.store.base import (
     UrlRecord,
     UrlState,
 )
-from service.store.memory_hosts import MemoryHosts, is_blocked
+from service.store.host_pages import is_blocked
+from service.store.memory_hosts import MemoryHosts
 from service.store.memory_records import Url
 
 __all__ = ["MemoryStore"]

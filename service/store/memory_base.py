@@ -15,6 +15,7 @@ from dataclasses import fields
 from scheduler_core.due import due_time
 from scheduler_core.multipliers import LogMean, host_multiplier
 from service.store.base import (
+    NO_LIMITS,
     ControlRules,
     EventStatus,
     LeaseStatus,
@@ -46,8 +47,9 @@ class MemoryBase:
         Finished leases remembered (to answer duplicates).
     initial_lambda0 : float, optional
         λ₀ before the first dispatch.
-    controls : ControlRules
-        Back-off, retirement, minimum revisit and in-flight cap.
+    controls : ControlRules, optional
+        Back-off, retirement, minimum revisit and in-flight cap (default
+        :data:`~service.store.base.NO_LIMITS`).
     """
 
     def __init__(
@@ -60,7 +62,7 @@ class MemoryBase:
         initial_lambda0: float | None = None,
         controls: ControlRules | None = None,
     ) -> None:
-        self._controls = ControlRules() if controls is None else controls
+        self._controls = NO_LIMITS if controls is None else controls
         self._shards = [Shard() for _ in range(shards)]
         self._default_delay = default_crawl_delay_s
         self._max_revisit_s = max_revisit_s

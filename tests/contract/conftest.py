@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis
 
-from service.store.base import ControlRules, Store
+from service.store.base import NO_LIMITS, Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from service.store.redis.local import LocalCluster, LocalRedis
@@ -19,7 +19,7 @@ from service.store.redis.local import LocalCluster, LocalRedis
 STORES = ["memory", "redis", "cluster"]
 #: The rules the suite's older tests assume: no minimum revisit, no in-flight cap (the
 #: tests of the controls build their stores with :data:`CONTROLS`).
-NO_CONTROLS = ControlRules(min_revisit_s=0.0, max_in_flight=1_000_000)
+NO_CONTROLS = NO_LIMITS
 OPTIONS = {
     "shards": 4,
     "default_crawl_delay_s": 10.0,

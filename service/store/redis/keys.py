@@ -34,6 +34,11 @@ class ShardKeys:
         return tuple(f"{t}{name}".encode() for name in names)
 
     @property
+    def meta(self) -> str:
+        """The shard's counters and the controls its scripts read (lib.lua ctl)."""
+        return f"{self.tag}meta"
+
+    @property
     def hosts(self) -> str:
         return f"{self.tag}hosts"
 

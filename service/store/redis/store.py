@@ -11,9 +11,9 @@ its own, so API processes replicate freely; λ₀ lives in Redis and is folded i
 script (no lost updates).
 
 :class:`RedisStore` is built in layers, one file each: :mod:`.base` (client, shard
-keys, scripts, per-shard calls), :mod:`.multipliers` (λ₀ and λ_h),
-:mod:`.dispatch` (leases) and this module (registration, reads, parameters, events,
-estimator groups, operations); :mod:`.client` connects and maps outages to
+keys, scripts, per-shard calls), :mod:`.multipliers` (λ₀ and λ_h), :mod:`.dispatch`
+(leases), :mod:`.hosts` (host control) and this module (registration, reads,
+parameters, events, estimator groups, operations); :mod:`.client` connects and maps outages to
 :class:`~service.errors.StoreUnavailable`.
 """
 
@@ -41,7 +41,7 @@ from service.store.base import (
 )
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
-from service.store.redis.dispatch import RedisDispatch
+from service.store.redis.hosts import RedisHosts
 from service.store.redis.keys import url_key
 from service.store.redis.records import (
     PARAMS,
@@ -72,7 +72,7 @@ def _decay(decay_s: float) -> str:
     return repr(float(decay_s))
 
 
-class RedisStore(RedisDispatch):
+class RedisStore(RedisHosts):
     """Redis implementation of :class:`service.store.base.Store`.
 
     Parameters
@@ -178,8 +178,9 @@ class RedisStore(RedisDispatch):
         blob, urls, queued, due, head = answer
         lam0 = (await self._lambda0()).value
         return unpack_host(
-            blob, host, urls=urls, queued=queued, due=due, next_due=head, lambda0=lam0
-        )
+            blob, host, urls=urls, queued=queued, due=due, next_due=head, lambda0=lam0,
+            default_in_flight=self._controls.max_in_flight,
+        )  # fmt: skip
 
     @unavailable
     async def host_urls(self, host: str) -> list[UrlState]:
@@ -282,7 +283,7 @@ class RedisStore(RedisDispatch):
         answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
         lam0 = await self._lambda0()
         top: list[HostState] = []
-        for *_, flat in answers:
+        for *_, flat, _, _ in answers:
             for i in range(0, len(flat), 6):
                 host, blob, urls, queued, due, head_due = flat[i : i + 6]
                 top.append(
@@ -294,11 +295,15 @@ class RedisStore(RedisDispatch):
                         due=due,
                         next_due=head_due,
                         lambda0=lam0.value,
+                        default_in_flight=self._controls.max_in_flight,
                     )  # fmt: skip
                 )
         top.sort(key=lambda s: s.lambda_h, reverse=True)
+        retired = sum(int(a[6]) for a in answers)
         return StoreStats(
-            urls=sum(int(a[0]) for a in answers),
+            retired=retired,
+            blocked_hosts=sum(int(a[7]) for a in answers),
+            urls=sum(int(a[0]) for a in answers) - retired,
             hosts=sum(int(a[1]) for a in answers),
             due_backlog=sum(int(a[2]) for a in answers),
             leases_active=sum(int(a[3]) for a in answers),

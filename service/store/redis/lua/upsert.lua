@@ -11,6 +11,7 @@
 -- given values, the label's length and the label.  The prior replaces the stored one;
 -- the decayed counts and outcomes of a known URL are kept; a URL with neither prior nor
 -- history gets no estimator state.
+-- A retired URL registered again (not left alone) comes back, with its history.
 -- Returns per URL 1 (new) or 0 (updated, or left alone).
 local seen = once_replay()
 if seen then return seen end
@@ -53,6 +54,12 @@ for i = 6, #ARGV, 3 do
            signals = 0, crawls = 0, changes = 0, errors = 0, lease = 0}
       new_urls = new_urls + 1
       out[#out + 1] = 1
+    end
+    if not isnan(u.retired or NAN) then
+      -- registering a retired URL again brings it back, with its history
+      u.retired, u.reason, u.gone = NAN, 0, 0
+      if h.retired and h.retired > 0 then h.retired = h.retired - 1 end
+      redis.call('HINCRBY', K_META, 'retired', -1)
     end
     u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
     if not isnan(last) and (isnan(u.last) or last > u.last) then
