@@ -347,6 +347,17 @@ local function move(host, ukey, u, new_due)
   return false
 end
 
+-- Bring a retired URL back (registered again, or signalled), with its history: the
+-- caller then moves it to its due time and writes it.
+local function unretire(host, u, h)
+  if isnan(u.retired) then return end
+  u.retired, u.reason, u.gone = NAN, 0, 0
+  redis.call('HINCRBY', K_META, 'retired', -1)
+  local rec = h or get_host(host)
+  if rec.retired > 0 then rec.retired = rec.retired - 1 end
+  if not h then put_host(host, rec) end
+end
+
 -- A lease ends (expired or settled): remember it for duplicates.  The caller trims
 -- the history once, with trim_history, after its batch.
 local function finish(seq, l, status)

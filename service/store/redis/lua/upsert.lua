@@ -27,7 +27,8 @@ for i = 6, #ARGV, 3 do
   local prior = string.sub(ARGV[i + 2], at)
   local h = hosts[host] or get_host(host)
   if not h then
-    h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN}
+    h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN, blocked = NAN,
+         failures = 0, cap = 0, flight = 0, paused = 0, reason = 0, retired = 0}
   end
   if not isnan(delay) then h.delay = delay end
   hosts[host] = h
@@ -55,12 +56,7 @@ for i = 6, #ARGV, 3 do
       new_urls = new_urls + 1
       out[#out + 1] = 1
     end
-    if not isnan(u.retired or NAN) then
-      -- registering a retired URL again brings it back, with its history
-      u.retired, u.reason, u.gone = NAN, 0, 0
-      if h.retired and h.retired > 0 then h.retired = h.retired - 1 end
-      redis.call('HINCRBY', K_META, 'retired', -1)
-    end
+    if u.retired then unretire(host, u, h) end  -- registered again: back, with its history
     u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
     if not isnan(last) and (isnan(u.last) or last > u.last) then
       u.last, u.n = last, 0
