@@ -23,12 +23,12 @@ from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, 
 from service.methods import http_exception_handler_for
 from service.metrics import Metrics
 from service.openapi import install_openapi
-from service.routes import dispatch, events, ops, urls
+from service.routes import dispatch, events, hosts, ops, urls
 from service.scheduler.context import Context
 from service.scheduler.learning import run_learner, run_relearner
 from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings, get_settings
-from service.store.base import Store
+from service.store.base import ControlRules, Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 
@@ -53,7 +53,20 @@ def _store_options(settings: Settings) -> dict[str, Any]:
         "max_revisit_s": settings.max_revisit_s,
         "lease_history": settings.lease_history,
         "initial_lambda0": settings.initial_lambda0,
+        "controls": control_rules(settings),
     }
+
+
+def control_rules(settings: Settings) -> ControlRules:
+    """The frontier controls the settings ask for."""
+    return ControlRules(
+        min_revisit_s=settings.min_revisit_s,
+        backoff_base_s=settings.backoff_base_s,
+        max_block_s=settings.max_block_s,
+        backoff_jitter=settings.backoff_jitter,
+        gone_after=settings.gone_after,
+        max_in_flight=settings.max_in_flight,
+    )
 
 
 def build_store(settings: Settings) -> Store:
@@ -173,7 +186,7 @@ def create_app(
     observability.install(app, metrics)  # outermost: request ids, durations, access log
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
-    routers = [module.router for module in (urls, events, dispatch, ops)]
+    routers = [module.router for module in (hosts, urls, events, dispatch, ops)]
     for router in routers:
         app.include_router(router)
     install_openapi(app, settings)

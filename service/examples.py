@@ -14,7 +14,11 @@ __all__ = [
     "CLICKS_IN",
     "CRAWL_RESULTS_IN",
     "HEALTH_OUT",
+    "HOSTS_OUT",
+    "HOST_CHANGE_IN",
+    "HOST_DELETED_OUT",
     "HOST_OUT",
+    "PURGE_OUT",
     "METRICS_TEXT",
     "NEXT_OUT",
     "REGISTER_OUT",
@@ -45,7 +49,14 @@ CRAWL_RESULTS_IN: dict[str, Any] = {
             "fetched_at": _T,
             "status": 200,
             "changed": True,
-        }
+        },
+        {
+            "url": "https://shop.example/p/2",
+            "lease_id": "3a4b5c6d7e8f90a1b2c3d4e5f6a7b8c9",
+            "fetched_at": _T,
+            "status": 429,
+            "retry_after_s": 3600,
+        },
     ]
 }
 METRICS_TEXT = """\
@@ -163,7 +174,21 @@ HOST_OUT: dict[str, Any] = {
     "scored_threshold": 41.67,
     "signal_precision": 0.884,
     "signal_outcomes": 3.0,
+    "max_in_flight": 1,
+    "in_flight": 0,
+    "paused": False,
+    "blocked": True,
+    "blocked_until": 1700003600.0,
+    "block_reason": "back_off",
+    "consecutive_failures": 1,
+    "retired": 0,
+    "rate_limit_per_s": 1.0,
+    "why": "blocked until 2023-11-14T23:13:20Z (back-off after 1 failure in a row)",
 }
+HOST_CHANGE_IN: dict[str, Any] = {"crawl_delay_s": 5.0, "max_in_flight": 2, "paused": False}
+HOSTS_OUT: dict[str, Any] = {"hosts": [HOST_OUT], "cursor": None}
+HOST_DELETED_OUT: dict[str, Any] = {"host": "shop.example", "removed": 1}
+PURGE_OUT: dict[str, Any] = {"removed": 12}
 HEALTH_OUT: dict[str, Any] = {
     "status": "ok", "now": 1700000005.0, "clock_rate": 1.0, "store": "memory",
 }  # fmt: skip

@@ -43,6 +43,14 @@ class _StoreCollector(Collector):
         yield GaugeMetricFamily("crawlsched_urls", "Registered URLs", value=s.urls)
         yield GaugeMetricFamily("crawlsched_hosts", "Known hosts", value=s.hosts)
         yield GaugeMetricFamily(
+            "crawlsched_blocked_hosts",
+            "Hosts blocked (back-off, operator) or paused",
+            value=s.blocked_hosts,
+        )
+        yield GaugeMetricFamily(
+            "crawlsched_retired_urls", "Retired URLs (404/410, redirect, done)", value=s.retired
+        )
+        yield GaugeMetricFamily(
             "crawlsched_due_backlog", "Unleased URLs whose due time has passed", value=s.due_backlog
         )
         yield GaugeMetricFamily("crawlsched_leases_active", "Leases out", value=s.leases_active)
@@ -139,6 +147,11 @@ class Metrics:
         self.dispatch_shortfall = Counter(
             "crawlsched_dispatch_shortfall",
             "URLs asked for by /next but not given (nothing eligible)",
+            registry=self.registry,
+        )
+        self.back_offs = Counter(
+            "crawlsched_back_offs",
+            "Crawl results that backed their host off (429, 5xx, network error)",
             registry=self.registry,
         )
         self.rescored = Counter(

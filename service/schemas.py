@@ -237,6 +237,25 @@ class CrawlResultIn(_In):
     fetched_at: Timestamp
     status: HttpStatus = Field(200, description="HTTP status; 0 for a network error")
     changed: bool | None = Field(None, description="content differs from the previous copy")
+    retry_after_s: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_TIMESTAMP,
+        allow_inf_nan=False,
+        description="the answer's Retry-After, s: with a back-off status (429, 5xx, 0) the "
+        "host is blocked until then (capped by CRAWLSCHED_MAX_BLOCK_S)",
+    )
+    redirect_to: Url | None = Field(
+        None,
+        description="where the URL redirects; with 301 or 308 the target is registered with "
+        "the source's importance and the source is retired (`redirect`)",
+    )
+    refetch_after: Timestamp | None = Field(
+        None, description="Unix s: the URL is not leased again before then"
+    )
+    retire: bool = Field(
+        False, description="the crawler is done with this URL: it is retired (`done`)"
+    )
 
 
 class CrawlResultsIn(_In):
@@ -357,6 +376,11 @@ class UrlExplanation(BaseModel):
     decision: str
     due_reason: DueReason = Field(description="the rule that set due_at; `decision` says it")
     readable: ReadableExplanation = Field(description="times, durations and rates for people")
+    status: str = Field("active", description="`active`, or `retired`: not scheduled")
+    retire_reason: str | None = Field(None, description="`gone`, `redirect` or `done`")
+    retired_at: float | None = Field(None, description="Unix s")
+    gone_count: int = Field(0, description="consecutive 404 (1 each) and 410 (2 each) answers")
+    refetch_after: float | None = Field(None, description="not leased before this, Unix s")
 
 
 class HostOut(BaseModel):
@@ -377,6 +401,20 @@ class HostOut(BaseModel):
         "URLs at the learner's last pass); null before any signal-bearing crawl outcome"
     )
     signal_outcomes: float = Field(description="signal-bearing crawl outcomes behind it")
+    max_in_flight: int = Field(1, description="concurrent leases allowed")
+    in_flight: int = Field(0, description="leases out now")
+    paused: bool = False
+    blocked: bool = Field(False, description="blocked or paused now: out of /next")
+    blocked_until: float | None = Field(None, description="end of the latest block, Unix s")
+    block_reason: str | None = Field(None, description="`back_off` or `operator`")
+    consecutive_failures: int = Field(0, description="429/5xx/0 answers in a row")
+    retired: int = Field(0, description="retired URLs (not in `urls`)")
+    rate_limit_per_s: float = Field(
+        description="fetches per second the host allows: max_in_flight / crawl_delay_s "
+        "(the per-host limit of the optimisation)",
+        default=0.0,
+    )
+    why: str = Field("", description="in a sentence: whether the host gives out URLs now")
 
 
 class HealthOut(BaseModel):

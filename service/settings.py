@@ -95,6 +95,22 @@ class Settings(BaseSettings):
 
     max_revisit_s: float = Field(30 * DAY_S, gt=0, description="every URL revisited this often")
     retry_delay_s: float = Field(3600.0, gt=0, description="failed fetch: due again after this")
+    min_revisit_s: float = Field(
+        60.0, ge=0, description="no URL is leased again sooner than this after its last fetch, s"
+    )
+    backoff_base_s: float = Field(
+        60.0, gt=0, description="first back-off of a host answering 429/5xx/0, s; doubles"
+    )
+    max_block_s: float = Field(
+        DAY_S, gt=0, description="cap on a host's back-off and on a Retry-After, s"
+    )
+    backoff_jitter: float = Field(0.1, ge=0, lt=1, description="relative jitter of a back-off")
+    gone_after: int = Field(
+        3, ge=1, description="consecutive 404 answers (410 counts 2) that retire a URL"
+    )
+    max_in_flight: int = Field(
+        1, ge=1, le=65_535, description="concurrent leases of a host given no cap of its own"
+    )
     signal_discard_s: float = Field(
         0.0, ge=0, description="T_DELAY: signals up to this long after a crawl carry no news"
     )

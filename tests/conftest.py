@@ -10,7 +10,7 @@ import httpx
 import pytest
 import redis
 
-from service.app import create_app
+from service.app import control_rules, create_app
 from service.clock import ManualClock
 from service.settings import Settings
 from service.store.base import Store
@@ -33,7 +33,11 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def settings() -> Settings:
-    return Settings(lease_ttl_s=60.0, default_crawl_delay_s=1.0, future_tolerance_s=60.0)
+    # no minimum revisit: the tests of dispatch lease a URL again at once (the frontier
+    # controls' tests set their own, tests/api/test_controls.py)
+    return Settings(
+        lease_ttl_s=60.0, default_crawl_delay_s=1.0, future_tolerance_s=60.0, min_revisit_s=0.0
+    )
 
 
 @pytest.fixture
@@ -43,6 +47,7 @@ def app_store(settings: Settings) -> MemoryStore:
         default_crawl_delay_s=settings.default_crawl_delay_s,
         max_revisit_s=settings.max_revisit_s,
         lease_history=settings.lease_history,
+        controls=control_rules(settings),
     )
 
 
@@ -69,6 +74,7 @@ async def _open_store(kind: str, settings: Settings, server: LocalRedis | None) 
         "default_crawl_delay_s": settings.default_crawl_delay_s,
         "max_revisit_s": settings.max_revisit_s,
         "lease_history": settings.lease_history,
+        "controls": control_rules(settings),
     }
     if kind == "memory":
         return MemoryStore(**options)  # type: ignore[arg-type]

@@ -9,9 +9,10 @@ from service.deps import CtxDep, IdempotencyKeyHeader
 from service.error_bodies import quote
 from service.errors import NotFound
 from service.responses import documented
+from service.routes.hosts import host_arg
 from service.scheduler import registry
 from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, UrlsIn, UrlsRemoveIn
-from service.urls import canonical_host, canonical_url
+from service.urls import canonical_url
 
 router = APIRouter(tags=["frontier"])
 
@@ -83,13 +84,6 @@ async def explain_url(
     dependencies=[require(Role.READ)],
 )
 async def explain_host(host: str, ctx: CtxDep) -> HostOut:
-    """A host's politeness gate, queue and multiplier λ_h (``host`` or ``host:port``,
-    an internationalised name in Unicode or punycode)."""
-    name, colon, port = host.rpartition(":")
-    if not (colon and port.isascii() and port.isdigit()):
-        name, colon, port = host, "", ""
-    try:
-        canonical = canonical_host(name) + colon + port
-    except ValueError:
-        raise NotFound(f"host not known: {quote(host)}") from None
-    return await registry.explain_host(ctx, canonical)
+    """A host's politeness gate, block, in-flight leases, queue and multiplier λ_h
+    (``host`` or ``host:port``, an internationalised name in Unicode or punycode)."""
+    return await registry.explain_host(ctx, host_arg(host))

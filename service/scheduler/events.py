@@ -15,8 +15,17 @@ from service.errors import InvalidInput
 from service.scheduler.context import Context
 from service.scheduler.idempotency import batch_key
 from service.scheduler.learning import queue_relearn
+from service.scheduler.redirects import redirect_targets
 from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
-from service.store.base import ClickEvent, CrawlOutcome, EventStatus, LeaseStatus, SignalEvent
+from service.store.base import (
+    ClickEvent,
+    CrawlOutcome,
+    EventStatus,
+    LeaseStatus,
+    RetireReason,
+    SignalEvent,
+    is_back_off,
+)
 
 __all__ = ["ingest_clicks", "ingest_results", "ingest_signals"]
 
@@ -125,6 +134,10 @@ async def ingest_results(
             fetched_at=i.fetched_at,
             ok=200 <= i.status < 400,
             changed=i.changed,
+            status=i.status,
+            retry_after_s=i.retry_after_s,
+            refetch_after=i.refetch_after,
+            retire=_retirement(i),
         )
         for i in items
     ]
@@ -133,5 +146,15 @@ async def ingest_results(
     statuses = await ctx.store.settle(
         outcomes, s.retry_delay_s, s.signal_discard_s, s.outcome_window, once
     )
+    accepted = [i for i, st in zip(items, statuses, strict=True) if st is EventStatus.ACCEPTED]
+    ctx.metrics.back_offs.inc(sum(1 for i in accepted if is_back_off(i.status)))
+    await redirect_targets(ctx, [i for i in accepted if _retirement(i) is RetireReason.REDIRECT])
     await queue_relearn(ctx, _counted(items, statuses), outcomes=True)
     return _answer(ctx, "crawl_result", statuses)
+
+
+def _retirement(item: CrawlResultIn) -> RetireReason | None:
+    """Why a result retires its URL: a permanent redirect elsewhere, or ``retire``."""
+    if item.status in (301, 308) and item.redirect_to not in (None, item.url):
+        return RetireReason.REDIRECT
+    return RetireReason.DONE if item.retire else None

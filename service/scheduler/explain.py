@@ -151,9 +151,48 @@ def _when(f: Facts) -> str:
     return f"{since}; waiting for a worker to ask /next"
 
 
+_RETIRED = {
+    "gone": "its host answered 404/410 {n} times in a row",
+    "redirect": "it redirects permanently (301/308) to another URL, now registered",
+    "done": "the crawler said it is done with it",
+}
+
+
+def _retired(f: Facts) -> str:
+    reason = str(f.state.retire_reason)
+    why = _RETIRED.get(reason, reason).format(n=f.state.gone_count)
+    return (
+        f"retired ({reason}) at {hz.iso_time(f.state.retired_at)}: {why}; it is not "
+        "scheduled until it is registered again or signalled"
+    )
+
+
+def _held(f: Facts) -> str | None:
+    """Why the host holds its URLs back now (pause, block), or None."""
+    h = f.host
+    if h.paused:
+        return "its host is paused by an operator"
+    if h.blocked_until is not None and h.blocked_until > f.now:
+        until = hz.iso_time(h.blocked_until)
+        if h.block_reason == "operator":
+            return f"its host is blocked by an operator until {until}"
+        n = h.consecutive_failures
+        return (
+            f"its host is backed off until {until} after {n} failed answer"
+            f"{'s' if n != 1 else ''} (429, 5xx or none) in a row"
+        )
+    return None
+
+
 def decision(reason: DueReason, facts: Facts) -> str:
-    """The decision in words: the reason's sentence, then where the URL stands."""
+    """The decision in words: the reason's sentence, then where the URL stands (a
+    retired URL: why it was retired; a blocked or paused host: that first)."""
+    if facts.state.retired_at is not None:
+        return _retired(facts)
     sentence = SENTENCES[reason](facts)
+    held = _held(facts)
+    if held is not None and reason is not DueReason.LEASED:
+        return f"{sentence}; {held}; {_when(facts)}"
     if reason is DueReason.LEASED:
         return sentence
     return f"{sentence}; {_when(facts)}"
@@ -249,6 +288,11 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
         decision=decision(reason, facts),
         due_reason=reason,
         readable=readable,
+        status="active" if state.retired_at is None else "retired",
+        retire_reason=None if state.retire_reason is None else str(state.retire_reason),
+        retired_at=state.retired_at,
+        gone_count=state.gone_count,
+        refetch_after=state.refetch_after,
     )
 
 

@@ -3,26 +3,23 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from scheduler_core.estimate.hierarchy import GroupStats
 from scheduler_core.estimate.learn import estimate
 from scheduler_core.params import UrlParams
-from service.error_bodies import quote
-from service.errors import NotFound
+from service.scheduler import hosts
 from service.scheduler.context import Context
 from service.scheduler.explain import explain_url
 from service.scheduler.idempotency import batch_key
-from service.scheduler.learning import empty_history, host_key, priors_of, relearn
+from service.scheduler.learning import empty_history, priors_of, relearn
 from service.scheduler.scoring import thresholds
 from service.schemas import HostOut, RegisterOut, UrlIn
 from service.store.base import UrlPrior, UrlRecord
 from service.urls import host_of
 
-__all__ = ["explain_host", "explain_url", "register", "unregister"]
+__all__ = ["explain_host", "explain_url", "purge", "register", "unregister"]
 
 
 def _or(value: float | None, default: float) -> float:
@@ -114,41 +111,24 @@ async def _initial_params(
     return UrlParams.create(**arrays)
 
 
+async def purge(ctx: Context, retired_before: float) -> int:
+    """Delete the URLs retired before ``retired_before`` (Unix s); how many."""
+    return await ctx.store.purge_retired(retired_before)
+
+
 async def unregister(ctx: Context, urls: Sequence[str]) -> int:
     """Drop URLs and their leases; returns how many were registered."""
     ctx.check_batch("urls", len(urls))
     return await ctx.store.remove_urls(urls)
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
 async def explain_host(ctx: Context, host: str) -> HostOut:
-    """A host's politeness gate, queue and multiplier.
+    """A host's politeness gate, block, queue and multiplier
+    (:func:`service.scheduler.hosts.explain_host`).
 
     Raises
     ------
     NotFound
         If no URL of the host was ever registered.
     """
-    h = await ctx.store.get_host(host, ctx.clock.now())
-    if h is None:
-        raise NotFound(f"host not known: {quote(host)}")
-    (stats,) = await ctx.store.get_groups([host_key(host)])
-    group = GroupStats.from_tuple(stats)
-    theta = group.pooled_theta
-    return HostOut(
-        host=h.host,
-        crawl_delay_s=h.crawl_delay_s,
-        gate_at=_finite(h.gate_at),
-        urls=h.urls,
-        queued=h.queued,
-        due=h.due,
-        next_due_at=h.next_due_at,
-        lambda_h=h.lambda_h,
-        threshold=h.threshold,
-        scored_threshold=h.scored_lambda,
-        signal_precision=None if not theta > 0 else -math.expm1(-theta),
-        signal_outcomes=group.pooled_outcomes,
-    )
+    return await hosts.explain_host(ctx, host)

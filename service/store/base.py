@@ -21,6 +21,7 @@ failure half-way applies just the parts that were not.
 from __future__ import annotations
 
 import enum
+import hashlib
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,10 +34,16 @@ if TYPE_CHECKING:
     from service.store.columns import LeaseColumns
 
 __all__ = [
+    "BlockReason",
     "ClickEvent",
+    "ControlRules",
     "CrawlOutcome",
     "DispatchObservation",
     "EventStatus",
+    "NO_LIMITS",
+    "HostChange",
+    "HostOrder",
+    "HostPage",
     "HostState",
     "IdempotencyKey",
     "LeaseGrant",
@@ -45,6 +52,7 @@ __all__ = [
     "Leases",
     "Observations",
     "Outcome",
+    "RetireReason",
     "ScoredParams",
     "SignalEvent",
     "Store",
@@ -52,6 +60,8 @@ __all__ = [
     "UrlPrior",
     "UrlRecord",
     "UrlState",
+    "back_off_s",
+    "is_back_off",
     "shard_of",
 ]
 
@@ -69,6 +79,98 @@ class EventStatus(enum.StrEnum):
     STALE = "stale"  # a signal that carries no news, or a result for a superseded lease
     DUPLICATE = "duplicate"  # a crawl result for a lease already settled
     UNKNOWN_LEASE = "unknown_lease"  # a crawl result for a lease the store has no record of
+
+
+class BlockReason(enum.StrEnum):
+    """Why a host is blocked (``GET /hosts/{host}``)."""
+
+    BACK_OFF = "back_off"  # it answered 429, 5xx or not at all (status 0)
+    OPERATOR = "operator"  # ``PATCH /hosts/{host}`` with ``blocked_until``
+
+
+class RetireReason(enum.StrEnum):
+    """Why a URL is retired: it is not scheduled until registered again or signalled."""
+
+    GONE = "gone"  # `gone_after` consecutive 404/410 answers (410 counts double)
+    REDIRECT = "redirect"  # a permanent redirect (301/308) to another URL
+    DONE = "done"  # the crawler said so (``retire``)
+
+
+#: Codes of the reasons in the Redis records (0: none).
+RETIRE_CODES = {RetireReason.GONE: 1, RetireReason.REDIRECT: 2, RetireReason.DONE: 3}
+BLOCK_CODES = {BlockReason.BACK_OFF: 1, BlockReason.OPERATOR: 2}
+
+
+class HostOrder(enum.StrEnum):
+    """Orders of ``GET /hosts``."""
+
+    DUE = "due"  # by when the host can next give out a URL (idle hosts last)
+    LAMBDA = "lambda"  # by λ_h, largest first
+    BLOCKED = "blocked"  # the hosts blocked or paused now, latest block end first
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRules:
+    """What the frontier obeys besides the crawl value (docs/operations.md, "Frontier
+    controls").
+
+    Attributes
+    ----------
+    min_revisit_s : float
+        No URL is leased again sooner than this after its last fetch, s (>= 0).
+    backoff_base_s : float
+        First back-off of a host that answered 429/5xx/0 without Retry-After, s; it
+        doubles per consecutive failure.
+    max_block_s : float
+        Cap on any back-off, and on a Retry-After, s.
+    backoff_jitter : float
+        Relative jitter of a back-off, in [0, 1): ±10% with 0.1 (deterministic: a hash of
+        the host and its failure count).
+    gone_after : int
+        Consecutive 404 answers (410 counts 2) that retire a URL (>= 1).
+    max_in_flight : int
+        Concurrent leases of a host that was given no cap (>= 1).
+    """
+
+    min_revisit_s: float = 60.0
+    backoff_base_s: float = 60.0
+    max_block_s: float = 86_400.0
+    backoff_jitter: float = 0.1
+    gone_after: int = 3
+    max_in_flight: int = 1
+
+
+#: No minimum revisit and no in-flight cap (back-off and retirement as by default): what
+#: a store obeys when it is given no rules.  The service passes its settings' rules.
+NO_LIMITS = ControlRules(min_revisit_s=0.0, max_in_flight=1_000_000)
+
+
+def is_back_off(status: int) -> bool:
+    """True for an answer that backs its host off: 429, any 5xx, 0 (network error)."""
+    return status == 429 or status == 0 or 500 <= status <= 599
+
+
+def back_off_s(host: str, failures: int, retry_after_s: float | None, rules: ControlRules) -> float:
+    """How long a host is blocked after its ``failures``-th consecutive failure, s.
+
+    With a Retry-After (``retry_after_s``, s) that, capped at ``rules.max_block_s``;
+    otherwise ``backoff_base_s · 2^(failures − 1)``, capped, times 1 + j with j in
+    [−jitter, jitter] from the SHA-1 of ``"<host> <failures>"`` (the Redis store's
+    scripts compute the same with ``redis.sha1hex``).
+
+    Examples
+    --------
+    >>> back_off_s("a.example", 1, 30.0, ControlRules())
+    30.0
+    >>> back_off_s("a.example", 40, None, ControlRules(backoff_jitter=0.0))
+    86400.0
+    """
+    if retry_after_s is not None:
+        return min(max(retry_after_s, 0.0), rules.max_block_s)
+    base = min(rules.backoff_base_s * 2.0 ** min(failures - 1, 60), rules.max_block_s)
+    digest = hashlib.sha1(f"{host} {failures}".encode()).hexdigest()
+    unit = int(digest[:8], 16) / 0xFFFFFFFF  # [0, 1]
+    return min(base * (1.0 + rules.backoff_jitter * (2.0 * unit - 1.0)), rules.max_block_s)
 
 
 class LeaseStatus(enum.StrEnum):
@@ -174,6 +276,10 @@ class UrlState:
     last_click_at: float | None
     prior: UrlPrior = UrlPrior()
     observations: Observations = Observations()
+    retired_at: float | None = None  # when it was retired (the result's fetch time), s
+    retire_reason: RetireReason | None = None
+    gone_count: int = 0  # consecutive 404 (1 each) and 410 (2 each) answers
+    refetch_after: float | None = None  # the crawler's lower bound on its next lease, s
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +296,30 @@ class HostState:
     lambda_h: float
     threshold: float  # Λ_h = λ₀ + λ_h
     scored_lambda: float | None  # Λ the host's thresholds were last computed for
+    max_in_flight: int = 1  # concurrent leases allowed
+    in_flight: int = 0  # active leases
+    paused: bool = False
+    blocked_until: float | None = None  # end of the latest block, s (may be past)
+    block_reason: BlockReason | None = None
+    consecutive_failures: int = 0  # 429/5xx/0 answers in a row
+    retired: int = 0  # retired URLs (not in `urls`)
+
+
+@dataclass(frozen=True, slots=True)
+class HostChange:
+    """An operator's change to a host (None: leave as it is)."""
+
+    crawl_delay_s: float | None = None  # s between fetch starts
+    max_in_flight: int | None = None  # concurrent leases
+    blocked_until: float | None = None  # Unix s; 0 unblocks
+    paused: bool | None = None
+
+
+class HostPage(NamedTuple):
+    """A page of :meth:`Store.list_hosts`."""
+
+    hosts: list[HostState]
+    cursor: str | None  # for the next page (None: the last page)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +384,10 @@ class CrawlOutcome:
     fetched_at: float
     ok: bool  # the copy was refreshed (2xx/3xx); False: the fetch failed
     changed: bool | None
+    status: int = 200  # HTTP status, 0 for a network error
+    retry_after_s: float | None = None  # the answer's Retry-After, s
+    refetch_after: float | None = None  # not leased again before this, Unix s
+    retire: RetireReason | None = None  # retire the URL after applying the result
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +407,8 @@ class StoreStats:
     lambda0: float | None
     lambda0_observations: float
     top_hosts: tuple[HostState, ...]
+    retired: int = 0  # retired URLs (not in `urls`)
+    blocked_hosts: int = 0  # hosts blocked (back-off or operator) or paused now
 
 
 class Store(Protocol):
@@ -301,8 +437,9 @@ class Store(Protocol):
     async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
         """Keep the content signature (an ETag or a digest of the body) of each
         (URL, signature) pair and answer the one it replaces (None: none kept).  A
-        URL's signature goes with the URL (:meth:`remove_urls`); URLs need not be
-        registered.  Lets a crawl result say "changed" by comparing signatures."""
+        URL's signature is kept until the URL is removed; URLs need not be
+        registered.  Lets a crawl result say "changed" by comparing signatures.
+        Removing a URL (:meth:`remove_urls`, :meth:`delete_host`) drops its signature."""
         ...
 
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
@@ -370,7 +507,10 @@ class Store(Protocol):
     ) -> Leases:
         """Lease up to ``n`` URLs: due ones first (earliest due first), then, with
         ``dispatch_ahead``, not-yet-due ones by due time; never a URL already leased;
-        never a host before its politeness gate; expired leases are reclaimed first.
+        never a host before its politeness gate, while it is blocked or paused, or with
+        ``max_in_flight`` leases out; never a URL within ``min_revisit_s`` of its last
+        fetch or before its ``refetch_after``; never a retired URL; expired leases are
+        reclaimed first.
         ``now`` is read when the store decides; the answer says what it read (the
         latest reading, when the store decides in parts)."""
         ...
@@ -398,7 +538,13 @@ class Store(Protocol):
         store has no record of is ``UNKNOWN_LEASE``, a lease of another URL ``STALE``.
         A refreshed copy whose ``changed`` is known and whose previous fetch time is
         known (and earlier) appends (τ, n, changed) to the URL's outcomes, which keep
-        the last ``outcome_window``."""
+        the last ``outcome_window``.
+
+        The store's :class:`ControlRules` apply (docs/operations.md, "Frontier
+        controls"): a back-off status (:func:`is_back_off`) blocks the host for
+        :func:`back_off_s`, any other status resets its failure count; 404 adds 1 and 410
+        adds 2 to the URL's gone count (any other status resets it), which retires the
+        URL at ``gone_after``; ``retire`` retires it; ``refetch_after`` holds it back."""
         ...
 
     async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:
@@ -415,6 +561,33 @@ class Store(Protocol):
     ) -> None:
         """Fold crawl values at dispatch into the λ₀ and λ_h estimates (a store may
         buffer them briefly; every read of the estimates sees them)."""
+        ...
+
+    async def change_host(self, host: str, change: HostChange, now: float) -> HostState | None:
+        """Apply an operator's change to a known host (None: unknown host); it takes
+        effect on the next lease call.  ``blocked_until`` 0 unblocks (and forgets the
+        back-off's failure count); a block always holds at least until its given time."""
+        ...
+
+    async def delete_host(self, host: str) -> int:
+        """Drop a host, its URLs (retired ones too) and their leases; how many URLs."""
+        ...
+
+    async def list_hosts(
+        self, now: float, order: HostOrder, limit: int, cursor: str | None
+    ) -> HostPage:
+        """A page of up to ``limit`` hosts in ``order``, from ``cursor`` (an earlier
+        page's; None: the first page).
+
+        Raises
+        ------
+        ValueError
+            If ``cursor`` is not one this store gave out.
+        """
+        ...
+
+    async def purge_retired(self, retired_before: float) -> int:
+        """Drop the URLs retired before ``retired_before`` (Unix s); how many."""
         ...
 
     async def stats(self, now: TimeSource, top_hosts: int) -> StoreStats:

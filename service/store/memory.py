@@ -12,30 +12,30 @@ import math
 from collections.abc import Mapping, Sequence
 
 from scheduler_core.estimate.rates import add_event
-from scheduler_core.multipliers import host_multiplier
 from service.clock import TimeSource, read_time
 from service.store.base import (
     ClickEvent,
     EventStatus,
     HostState,
     IdempotencyKey,
-    LeaseStatus,
     ScoredParams,
     SignalEvent,
     StoreStats,
     UrlRecord,
     UrlState,
 )
-from service.store.memory_dispatch import MemoryDispatch
-from service.store.memory_records import Host, Url
+from service.store.host_pages import is_blocked
+from service.store.memory_hosts import MemoryHosts
+from service.store.memory_records import Url
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(MemoryDispatch):
+class MemoryStore(MemoryHosts):
     """In-process implementation of :class:`service.store.base.Store` (its state and
     helpers: :class:`~service.store.memory_base.MemoryBase`; leases:
-    :class:`~service.store.memory_dispatch.MemoryDispatch`)."""
+    :class:`~service.store.memory_dispatch.MemoryDispatch`; host control:
+    :class:`~service.store.memory_hosts.MemoryHosts`)."""
 
     # -- registration ------------------------------------------------------------------------
     async def upsert_urls(
@@ -70,6 +70,7 @@ class MemoryStore(MemoryDispatch):
                 u.signal_time_equivalent_s = r.signal_time_equivalent_s
                 u.threshold_s, u.scored_lambda = r.threshold_s, r.scored_lambda
             u.prior = r.prior
+            self._unretire(u)  # registering again brings a retired URL back
             if r.last_crawled_at is not None and (
                 u.last_crawl_at is None or r.last_crawled_at > u.last_crawl_at
             ):
@@ -78,26 +79,6 @@ class MemoryStore(MemoryDispatch):
             created.append(is_new)
         self._registered.remember(once, created)
         return created
-
-    async def remove_urls(self, urls: Sequence[str]) -> int:
-        removed = 0
-        for url in urls:
-            u = self._urls.pop(url, None)
-            if u is None:
-                continue
-            removed += 1
-            host = self._hosts[u.host]
-            host.urls.discard(url)
-            if u.lease_id is not None:
-                lease = self._active[u.lease_id]
-                self._shards[lease.shard].leases.discard((lease.deadline, u.lease_id))
-                self._finish(u.lease_id, lease, LeaseStatus.EXPIRED)
-            else:
-                host.queue.discard((u.due_at, url))
-            self._refresh(host)
-        for url in urls:
-            self._signatures.pop(url, None)
-        return removed
 
     async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
         out = []
@@ -113,15 +94,6 @@ class MemoryStore(MemoryDispatch):
     async def get_host(self, host: str, now: float) -> HostState | None:
         h = self._hosts.get(host)
         return None if h is None else self._host_state(h, now)
-
-    def _host_state(self, h: Host, now: float) -> HostState:
-        due = h.queue.bisect_right((now, "\U0010ffff"))
-        return HostState(
-            host=h.name, crawl_delay_s=h.crawl_delay_s, gate_at=h.gate_at, urls=len(h.urls),
-            queued=len(h.queue), due=due, next_due_at=h.queue[0][0] if h.queue else None,
-            lambda_h=host_multiplier(self._lambda0.value, h.estimate),
-            threshold=self._lambda_of(h), scored_lambda=h.scored_lambda,
-        )  # fmt: skip
 
     async def host_urls(self, host: str) -> list[UrlState]:
         h = self._hosts.get(host)
@@ -219,6 +191,7 @@ class MemoryStore(MemoryDispatch):
             if u.last_crawl_at is not None:
                 u.signals_since_crawl += 1
             u.last_signal_at = max(u.last_signal_at or -math.inf, ev.time)
+            self._unretire(u)  # a signal brings a retired URL back
             self._rescore(u)
             out.append(EventStatus.ACCEPTED)
         self._answers.remember(once, out)
@@ -257,11 +230,14 @@ class MemoryStore(MemoryDispatch):
         self._reclaim(t)
         states = [self._host_state(h, t) for h in self._hosts.values()]
         top = sorted(states, key=lambda s: s.lambda_h, reverse=True)[:top_hosts]
+        blocked = [is_blocked(s, t) for s in states]
+        retired = sum(s.retired for s in states)
         return StoreStats(
-            urls=len(self._urls), hosts=len(self._hosts), due_backlog=sum(s.due for s in states),
+            urls=len(self._urls) - retired, hosts=len(self._hosts),
+            due_backlog=sum(s.due for s, b in zip(states, blocked, strict=True) if not b),
             leases_active=len(self._active), leases_expired_total=self._expired_total,
             lambda0=self._lambda0.value, lambda0_observations=self._lambda0.count,
-            top_hosts=tuple(top),
+            top_hosts=tuple(top), retired=retired, blocked_hosts=sum(blocked),
         )  # fmt: skip
 
     async def clock_epoch(self, proposal: float) -> float:

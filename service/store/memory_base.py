@@ -15,9 +15,12 @@ from dataclasses import fields
 from scheduler_core.due import due_time
 from scheduler_core.multipliers import LogMean, host_multiplier
 from service.store.base import (
+    NO_LIMITS,
+    ControlRules,
     EventStatus,
     LeaseStatus,
     Observations,
+    RetireReason,
     UrlState,
     shard_of,
 )
@@ -44,6 +47,9 @@ class MemoryBase:
         Finished leases remembered (to answer duplicates).
     initial_lambda0 : float, optional
         λ₀ before the first dispatch.
+    controls : ControlRules, optional
+        Back-off, retirement, minimum revisit and in-flight cap (default
+        :data:`~service.store.base.NO_LIMITS`).
     """
 
     def __init__(
@@ -54,7 +60,9 @@ class MemoryBase:
         max_revisit_s: float = 30 * 86_400.0,
         lease_history: int = 200_000,
         initial_lambda0: float | None = None,
+        controls: ControlRules | None = None,
     ) -> None:
+        self._controls = NO_LIMITS if controls is None else controls
         self._shards = [Shard() for _ in range(shards)]
         self._default_delay = default_crawl_delay_s
         self._max_revisit_s = max_revisit_s
@@ -83,15 +91,28 @@ class MemoryBase:
             host.crawl_delay_s = crawl_delay_s
         return host
 
+    def _cap(self, host: Host) -> int:
+        return self._controls.max_in_flight if host.max_in_flight is None else host.max_in_flight
+
     def _refresh(self, host: Host) -> None:
-        """Re-key the host in its shard's ready set: max(earliest due, gate)."""
+        """Re-key the host in its shard's ready set: the latest of its earliest due, its
+        gate and its block; out while its queue is empty, it is paused or it has
+        ``max_in_flight`` leases out."""
         ready = self._shards[host.shard].ready
         if host.ready_key is not None:
             ready.remove(host.ready_key)
             host.ready_key = None
-        if host.queue:
-            host.ready_key = (max(host.queue[0][0], host.gate_at), host.name)
+        if host.queue and not host.paused and host.in_flight < self._cap(host):
+            block = -math.inf if host.blocked_until is None else host.blocked_until
+            host.ready_key = (max(host.queue[0][0], host.gate_at, block), host.name)
             ready.add(host.ready_key)
+
+    def _floor(self, u: Url) -> float:
+        """Earliest time u may be leased: min revisit after its last fetch, refetch_after."""
+        floor = -math.inf if u.refetch_after is None else u.refetch_after
+        if u.last_crawl_at is not None and self._controls.min_revisit_s > 0:
+            floor = max(floor, u.last_crawl_at + self._controls.min_revisit_s)
+        return floor
 
     def _rescore(self, u: Url) -> None:
         """Re-derive u.due_at and move u in its host queue (if unleased)."""
@@ -104,17 +125,38 @@ class MemoryBase:
             last_signal_at=u.last_signal_at,
             max_revisit_s=self._max_revisit_s,
         )
-        self._move(u, new_due)
+        self._move(u, max(new_due, self._floor(u)))
 
     def _move(self, u: Url, new_due: float) -> None:
         host = self._hosts[u.host]
-        if u.lease_id is None:
+        if u.retired_at is not None:
+            u.due_at = new_due  # retired: in no queue
+        elif u.lease_id is None:
             host.queue.discard((u.due_at, u.url))
             host.queue.add((new_due, u.url))
             u.due_at = new_due
             self._refresh(host)
         else:
             u.due_at = new_due
+
+    def _retire(self, u: Url, reason: RetireReason, at: float) -> None:
+        """Take u out of scheduling (it must be unleased)."""
+        host = self._hosts[u.host]
+        host.queue.discard((u.due_at, u.url))
+        u.retired_at, u.retire_reason = at, reason
+        host.retired.add(u.url)
+        self._refresh(host)
+
+    def _unretire(self, u: Url) -> None:
+        """Bring a retired URL back, with its history."""
+        if u.retired_at is None:
+            return
+        u.retired_at = u.retire_reason = None
+        u.gone_count = 0
+        self._hosts[u.host].retired.discard(u.url)
+        if u.lease_id is None:
+            self._hosts[u.host].queue.add((u.due_at, u.url))
+        self._rescore(u)
 
     def _finish(self, lease_id: str, lease: Lease, status: LeaseStatus) -> None:
         lease.status = status

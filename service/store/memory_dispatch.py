@@ -15,6 +15,7 @@ import numpy as np
 from scheduler_core.multipliers import TrackerConfig, update_log_mean
 from service.clock import TimeSource, read_time
 from service.store.base import (
+    BlockReason,
     CrawlOutcome,
     DispatchObservation,
     EventStatus,
@@ -23,6 +24,9 @@ from service.store.base import (
     LeaseInfo,
     Leases,
     LeaseStatus,
+    RetireReason,
+    back_off_s,
+    is_back_off,
 )
 from service.store.columns import URL_COLUMNS, LeaseColumns
 from service.store.memory_base import MemoryBase
@@ -50,29 +54,40 @@ class MemoryDispatch(MemoryBase):
                 u = self._urls[lease.url]
                 u.lease_id = u.lease_deadline = None
                 host = self._hosts[u.host]
+                host.in_flight -= 1
                 host.queue.add((u.due_at, u.url))
                 self._refresh(host)
 
-    def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row:
-        due_at, url = host.queue.pop(0)
-        gated = due_at <= now and host.gate_at > due_at
+    def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row | None:
+        """Lease the head of a host's queue; None (and the head moved to its floor) when
+        the head may not be leased yet (minimum revisit, refetch_after)."""
+        due_at, url = host.queue[0]
+        u = self._urls[url]
+        floor = self._floor(u)
+        if floor > now:
+            self._move(u, max(due_at, floor))
+            return None
+        host.queue.pop(0)
+        opened = max(host.gate_at, host.blocked_until or -math.inf)
+        gated = due_at <= now and opened > due_at  # held by politeness or a block
         host.gate_at = now + host.crawl_delay_s
+        host.in_flight += 1
         self._refresh(host)
         self._lease_seq += 1
         lease_id = f"{self._lease_nonce}{self._lease_seq:x}"  # this call's nonce, a counter
         deadline = now + ttl_s
         self._active[lease_id] = Lease(url, host.shard, deadline, now)
         self._shards[host.shard].leases.add((deadline, lease_id))
-        u = self._urls[url]
         u.lease_id, u.lease_deadline = lease_id, deadline
         return u, host, gated
 
     def _ready_hosts(self, now: float) -> Iterator[Host]:
-        """Hosts whose gate has opened, by readiness (merged over shards)."""
+        """Hosts whose gate has opened and that are not blocked, by readiness (merged
+        over shards; paused and full hosts are in no ready set)."""
         merged = heapq.merge(*(iter(s.ready) for s in self._shards))
         for _, name in merged:
             host = self._hosts[name]
-            if host.gate_at <= now:
+            if host.gate_at <= now and (host.blocked_until or -math.inf) <= now:
                 yield host
 
     async def lease_next(
@@ -154,7 +169,9 @@ class MemoryDispatch(MemoryBase):
             readiness, name, k = heads[0]
             if readiness > now:
                 break
-            grants.append(self._lease_one(self._hosts[name], now, lease_ttl_s))
+            row = self._lease_one(self._hosts[name], now, lease_ttl_s)
+            if row is not None:
+                grants.append(row)
             ready = self._shards[k].ready
             if ready:
                 heapq.heapreplace(heads, (*ready[0], k))
@@ -165,7 +182,10 @@ class MemoryDispatch(MemoryBase):
             hosts = list(islice(self._ready_hosts(now), n - len(grants)))
             if not hosts:
                 break
-            grants.extend(self._lease_one(h, now, lease_ttl_s) for h in hosts)
+            rows = [r for h in hosts if (r := self._lease_one(h, now, lease_ttl_s)) is not None]
+            if not rows:
+                break  # the heads of the open hosts are held back (minimum revisit)
+            grants.extend(rows)
         return grants
 
     async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
@@ -211,10 +231,21 @@ class MemoryDispatch(MemoryBase):
         host = self._hosts[u.host]
         if lease.status is LeaseStatus.ACTIVE:
             self._shards[lease.shard].leases.discard((lease.deadline, o.lease_id))
+            host.in_flight -= 1
         else:
             host.queue.discard((u.due_at, u.url))  # expired lease: the URL was queued again
         self._finish(o.lease_id, lease, LeaseStatus.SETTLED)
         u.lease_id = u.lease_deadline = None
+        self._host_answer(host, o)
+        if o.refetch_after is not None:
+            u.refetch_after = o.refetch_after
+        if o.status in (404, 410):
+            u.gone_count += 2 if o.status == 410 else 1
+        else:
+            u.gone_count = 0
+        if u.retired_at is not None:  # retired while leased (the lease was given before)
+            self._refresh(host)
+            return EventStatus.ACCEPTED
         if o.ok:
             u.crawls += 1
             u.changes += bool(o.changed)
@@ -233,8 +264,25 @@ class MemoryDispatch(MemoryBase):
         else:
             u.fetch_errors += 1
             host.queue.add((u.due_at, u.url))
-            self._move(u, max(u.due_at, o.fetched_at + retry_delay_s))
+            self._move(u, max(u.due_at, o.fetched_at + retry_delay_s, self._floor(u)))
+        if o.retire is not None:
+            self._retire(u, o.retire, o.fetched_at)
+        elif u.gone_count >= self._controls.gone_after:
+            self._retire(u, RetireReason.GONE, o.fetched_at)
+        else:
+            self._refresh(host)
         return EventStatus.ACCEPTED
+
+    def _host_answer(self, host: Host, o: CrawlOutcome) -> None:
+        """A back-off status blocks the host (:func:`~service.store.base.back_off_s`);
+        any other answer forgets its failures."""
+        if not is_back_off(o.status):
+            host.failures = 0
+            return
+        host.failures += 1
+        until = o.fetched_at + back_off_s(host.name, host.failures, o.retry_after_s, self._controls)
+        if host.blocked_until is None or until > host.blocked_until:
+            host.blocked_until, host.block_reason = until, BlockReason.BACK_OFF
 
     # -- multipliers -----------------------------------------------------------------------------
     async def observe_dispatch(

@@ -13,7 +13,14 @@ from typing import Generic, TypeVar
 from sortedcontainers import SortedList
 
 from scheduler_core.multipliers import LogMean
-from service.store.base import IdempotencyKey, LeaseStatus, Outcome, UrlPrior
+from service.store.base import (
+    BlockReason,
+    IdempotencyKey,
+    LeaseStatus,
+    Outcome,
+    RetireReason,
+    UrlPrior,
+)
 
 __all__ = ["Answers", "Host", "Lease", "Shard", "Url"]
 
@@ -50,6 +57,10 @@ class Url:
     signal_mass: float = 0.0
     signal_ref: float | None = None
     outcomes: list[Outcome] = field(default_factory=list)  # the last `outcome_window`
+    retired_at: float | None = None
+    retire_reason: RetireReason | None = None
+    gone_count: int = 0
+    refetch_after: float | None = None
 
 
 @dataclass(slots=True)
@@ -63,6 +74,13 @@ class Host:
     ready_key: tuple[float, str] | None = None
     estimate: LogMean = field(default_factory=LogMean)
     scored_lambda: float | None = None
+    max_in_flight: int | None = None  # None: the store's default
+    in_flight: int = 0  # active leases
+    paused: bool = False
+    blocked_until: float | None = None  # end of the latest block, s
+    block_reason: BlockReason | None = None
+    failures: int = 0  # consecutive back-off answers
+    retired: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)

@@ -162,8 +162,12 @@ async def test_failed_fetch_branch_says_retry_not_waiting(
     await _register(api, _url(1e-3, last_crawled_at=T0 - 10 * DAY if crawled else None))
     (lease,) = (await api.get("/next")).json()["leases"]
     clock.advance(5.0)
-    result = {"url": lease["url"], "lease_id": lease["lease_id"], "fetched_at": clock.now(),
-              "status": 503}  # fmt: skip
+    result = {
+        "url": lease["url"],
+        "lease_id": lease["lease_id"],
+        "fetched_at": clock.now(),
+        "status": 404,
+    }  # fmt: skip (404: a failed fetch that does not back the host off)
     assert (await api.post("/crawl-result", json={"results": [result]})).status_code == 200
     e = await _explain(api)
     assert e["fetch_errors"] == 1

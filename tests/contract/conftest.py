@@ -11,13 +11,21 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis
 
-from service.store.base import Store
+from service.store.base import NO_LIMITS, ControlRules, Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from service.store.redis.local import LocalCluster, LocalRedis
 
 STORES = ["memory", "redis", "cluster"]
-OPTIONS = {"shards": 4, "default_crawl_delay_s": 10.0, "max_revisit_s": 1e6}
+#: The rules the suite's older tests assume: no minimum revisit, no in-flight cap (the
+#: tests of the controls build their stores with :data:`CONTROLS`).
+NO_CONTROLS = NO_LIMITS
+OPTIONS = {
+    "shards": 4,
+    "default_crawl_delay_s": 10.0,
+    "max_revisit_s": 1e6,
+    "controls": NO_CONTROLS,
+}
 
 
 @pytest.fixture(scope="session")
@@ -38,18 +46,35 @@ def _flush(ports: list[int]) -> None:
             client.flushall()
 
 
-@pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+async def _open(request: pytest.FixtureRequest, options: dict[str, object]) -> Store:
     s: Store
     if request.param == "memory":
-        s = MemoryStore(**OPTIONS)  # type: ignore[arg-type]
+        s = MemoryStore(**options)  # type: ignore[arg-type]
     elif request.param == "redis":
         server: LocalRedis = request.getfixturevalue("redis_server")
         _flush([server.port])
-        s = await RedisStore.connect(server.url, **OPTIONS)
+        s = await RedisStore.connect(server.url, **options)
     else:
         cluster: LocalCluster = request.getfixturevalue("redis_cluster")
         _flush([n.port for n in cluster.nodes])
-        s = await RedisStore.connect(cluster.url, **OPTIONS)
+        s = await RedisStore.connect(cluster.url, **options)
+    return s
+
+
+@pytest.fixture(params=STORES)
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    s = await _open(request, OPTIONS)
+    yield s
+    await s.close()
+
+
+#: The frontier controls as the service has them by default (docs/operations.md).
+CONTROLS = ControlRules()
+
+
+@pytest.fixture(params=STORES)
+async def controlled(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
+    """A store that obeys :data:`CONTROLS` (crawl delay 10 s by default)."""
+    s = await _open(request, {**OPTIONS, "controls": CONTROLS})
     yield s
     await s.close()

@@ -37,3 +37,11 @@ async def test_a_removed_url_forgets_its_signature(store: Store) -> None:
     assert await store.swap_signatures([(url, "sha256:def")]) == [None]
     # removing an unknown URL still drops a signature kept for it
     await store.remove_urls(["https://b.example/q"])
+
+
+async def test_a_deleted_host_forgets_the_signatures_of_its_urls(store: Store) -> None:
+    urls = ["https://a.example/p", "https://a.example/q", "https://b.example/p"]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    await store.swap_signatures([(u, "s") for u in urls])
+    assert await store.delete_host("a.example") == 2
+    assert await store.swap_signatures([(u, "t") for u in urls]) == [None, None, "s"]

@@ -28,6 +28,8 @@ from service.store.redis.records import GRANT, HOST, URL, parse_lease_id
 from service.store.redis.scripts import Call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+#: settle.lua's back-off base s, longest block s, jitter, gone count (ARGV[8:11]).
+_CONTROLS = (repr(60.0), repr(86_400.0), repr(0.1), 3)
 T0 = 1_000_000.0
 DECAY_S = 86_400.0
 SHARDS = 4
@@ -102,7 +104,7 @@ async def test_lease_reads_the_server_time_through_the_clock(
     status, deadline, issued = LEASE.unpack_from(raw.hget(keys.all[3], seq) or b"")
     assert (status, deadline, issued) == (1, now + TTL_S, now)
     assert raw.zscore(keys.all[4], seq) == now + TTL_S
-    assert HOST.unpack(raw.hget(keys.hosts, host) or b"")[1] == now + DELAY_S  # the gate
+    assert HOST.unpack_from(raw.hget(keys.hosts, host) or b"")[1] == now + DELAY_S  # the gate
     # a repeat within the crawl delay leases nothing: the gate is in the server's future
     again_now, _, again = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")
     if speed * (_server_time(raw) - before) < DELAY_S:
@@ -174,7 +176,7 @@ def _settle_line(o: CrawlOutcome) -> str:
     parsed = parse_lease_id(o.lease_id, SHARDS)
     assert parsed is not None
     _, seq, nonce = parsed
-    return f"{host} {url_key(o.url, host)} {seq} {nonce} {o.fetched_at!r} 1 1"
+    return f"{host} {url_key(o.url, host)} {seq} {nonce} {o.fetched_at!r} 1 1 200 - - 0"
 
 
 async def test_results_half_applied_are_completed_once(store: RedisStore, raw: redis.Redis) -> None:
@@ -187,7 +189,7 @@ async def test_results_half_applied_are_completed_once(store: RedisStore, raw: r
     shard = int(grants[0].lease_id.split(".")[0])
     mine = [o for o in outcomes if o.lease_id.startswith(f"{shard}.")]
     line = " ".join(_settle_line(o) for o in mine)
-    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, line, 3_600_000)
+    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, line, 3_600_000, *_CONTROLS)
     part = store._call("settle", shard, head, once)
     assert await store._scripts.run(store.client, [part]) == [[0] * len(mine)]
     assert len(mine) < len(outcomes)
@@ -209,16 +211,16 @@ async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) ->
     shard, seq, nonce = parsed
     ukey = url_key(g.state.url, "a.example")
     lines = [
-        f"a.example {ukey} {seq} wrongnonce {T0!r} 1 1",  # a nonce never issued
-        f"a.example {ukey} {seq + 1} {nonce} {T0!r} 1 1",  # a seq never issued
-        f"b.example /y {seq} {nonce} {T0!r} 1 1",  # the lease of another URL
+        f"a.example {ukey} {seq} wrongnonce {T0!r} 1 1 200 - - 0",  # a nonce never issued
+        f"a.example {ukey} {seq + 1} {nonce} {T0!r} 1 1 200 - - 0",  # a seq never issued
+        f"b.example /y {seq} {nonce} {T0!r} 1 1 200 - - 0",  # the lease of another URL
     ]
-    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, " ".join(lines), 0)
+    head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, " ".join(lines), 0, *_CONTROLS)
     keys = ShardKeys(shard)
     for _ in range(2):
         (answer,) = await store._scripts.run(store.client, [Call("settle", keys.all, head)])
         assert answer == [4, 4, 2]
-        assert URL.unpack(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
+        assert URL.unpack_from(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
 
 
 async def test_leases_of_the_earlier_layout_are_still_read(

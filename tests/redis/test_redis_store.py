@@ -30,7 +30,7 @@ from service.store.base import (
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import SCORED, URL, est_bytes, est_size
+from service.store.redis.records import SCORED, URL, URL_FULL, est_bytes, est_size
 from service.store.redis.scripts import Call
 
 pytestmark = pytest.mark.anyio
@@ -108,7 +108,7 @@ async def test_url_record_is_compact(server: LocalRedis, store: RedisStore) -> N
     with redis.Redis(port=server.port) as raw:
         (key,) = raw.keys("cs:*:urls:a.example")
         assert raw.hgetall(key) == {b"/some/page": raw.hget(key, b"/some/page")}
-        assert len(raw.hget(key, b"/some/page") or b"") == URL.size == 124
+        assert len(raw.hget(key, b"/some/page") or b"") == URL_FULL == URL.size + 21 == 145
 
 
 async def test_lambda0_updates_from_many_clients_are_not_lost(server: LocalRedis) -> None:
@@ -209,10 +209,10 @@ async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
         for _ in range(2):
             assert await store._scripts.run(store.client, [call]) == [2]  # two known URLs
             record = raw.hget(keys.urls(other), "/r") or b""
-            assert URL.unpack(record)[:7] == (1.0, 2.0, 0.0, 0.0, 0.0, 60.0, 4.5)
+            assert URL.unpack_from(record)[:7] == (1.0, 2.0, 0.0, 0.0, 0.0, 60.0, 4.5)
             assert raw.zscore(keys.queue(other), "/r") == T0 + 60.0
             record = raw.hget(keys.urls("a.example"), "/p") or b""
-            w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack(record)[:12]
+            w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack_from(record)[:12]
             assert (w, delta, recall, nu, beta, thr, slam, due) == (
                 3.0, 0.5, 0.25, 0.125, 0.0, 40.0, 2.5, T0 + 40.0,
             )  # fmt: skip

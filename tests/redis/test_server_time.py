@@ -84,7 +84,11 @@ class _Served:
 
 @contextlib.contextmanager
 def _replicas(redis_url: str) -> Iterator[list[str]]:
-    settings = Settings(store=redis_url, shards=4, default_crawl_delay_s=DELAY_S, lease_ttl_s=TTL_S)
+    # no in-flight cap: the crawl delay is the limit under test (nothing is settled)
+    settings = Settings(
+        store=redis_url, shards=4, default_crawl_delay_s=DELAY_S, lease_ttl_s=TTL_S,
+        max_in_flight=65_535,
+    )  # fmt: skip
     with contextlib.ExitStack() as stack:
         yield [
             stack.enter_context(_Served(create_app(settings, clock=SkewedClock(skew)))).url

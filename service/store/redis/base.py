@@ -10,7 +10,13 @@ from typing import Any
 
 from scheduler_core.multipliers import LogMean, TrackerConfig
 from service.clock import TimeSource, wall_map_of
-from service.store.base import DispatchObservation, IdempotencyKey, shard_of
+from service.store.base import (
+    NO_LIMITS,
+    ControlRules,
+    DispatchObservation,
+    IdempotencyKey,
+    shard_of,
+)
 from service.store.redis.client import unavailable
 from service.store.redis.keys import GlobalKeys, ShardKeys, url_key
 from service.store.redis.scripts import Call, Client, ScriptSet
@@ -45,9 +51,11 @@ class RedisBase:
         max_revisit_s: float = 30 * 86_400.0,
         lease_history: int = 200_000,
         initial_lambda0: float | None = None,
+        controls: ControlRules | None = None,
         prefix: str = "cs",
     ) -> None:
         self.client = client
+        self._controls = NO_LIMITS if controls is None else controls
         self.shards = shards
         self._keys = [ShardKeys(n, prefix) for n in range(shards)]
         self._script_keys = [k.all for k in self._keys]
@@ -84,6 +92,16 @@ class RedisBase:
             )
         if self._initial is not None:
             await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))
+        # the controls every script reads (lib.lua ctl), in each shard's meta hash
+        c = self._controls
+        for keys in self._keys:
+            await self.client.hset(
+                keys.meta,
+                mapping={
+                    "min_revisit": repr(float(c.min_revisit_s)),
+                    "max_in_flight": str(c.max_in_flight),
+                },
+            )
 
     # -- helpers ---------------------------------------------------------------------------
     def _shard(self, host: str) -> int:

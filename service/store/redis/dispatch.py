@@ -17,6 +17,7 @@ from redis.exceptions import RedisClusterException
 from scheduler_core.multipliers import LogMean
 from service.clock import TimeSource
 from service.store.base import (
+    RETIRE_CODES,
     CrawlOutcome,
     DispatchObservation,
     EventStatus,
@@ -44,6 +45,11 @@ _RESULT = {
 _LEASE = {1: LeaseStatus.ACTIVE, 2: LeaseStatus.EXPIRED, 3: LeaseStatus.SETTLED}
 #: Not-yet-ready hosts a lease call scans per shard for an open politeness gate.
 _SCAN = 4096
+
+
+def _opt_arg(x: float | None) -> str:
+    """An optional number as settle.lua reads it ("-": none)."""
+    return "-" if x is None else repr(float(x))
 
 
 def _listed(plans: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int]]:
@@ -312,9 +318,14 @@ class RedisDispatch(RedisMultipliers):
         """Settle each result in the shard of its lease (which finds a lease of another
         URL, in its own shard or not, stale); a lease id this store never spelled is
         unknown."""
+        c = self._controls
         head = [
             repr(retry_delay_s), repr(discard_within_s), self._cap, self._history,
             int(outcome_window),
+        ]  # fmt: skip
+        tail = [
+            repr(float(c.backoff_base_s)), repr(float(c.max_block_s)),
+            repr(float(c.backoff_jitter)), int(c.gone_after),
         ]  # fmt: skip
         groups: dict[int, list[tuple[int, str]]] = defaultdict(list)
         out = [EventStatus.UNKNOWN_LEASE] * len(outcomes)
@@ -325,10 +336,14 @@ class RedisDispatch(RedisMultipliers):
             host = host_of(o.url)
             fields = (url_key(o.url, host), p[1], p[2], repr(o.fetched_at), int(o.ok))
             changed = 2 if o.changed is None else int(o.changed)  # 2: unknown
-            groups[p[0]].append((i, " ".join(map(str, (host, *fields, changed)))))
+            controls = (
+                int(o.status), _opt_arg(o.retry_after_s), _opt_arg(o.refetch_after),
+                0 if o.retire is None else RETIRE_CODES[o.retire],
+            )  # fmt: skip
+            groups[p[0]].append((i, " ".join(map(str, (host, *fields, changed, *controls)))))
         ttl = once_ttl_arg(once)
         calls = [
-            self._call("settle", shard, [*head, " ".join(x for _, x in items), ttl], once)
+            self._call("settle", shard, [*head, " ".join(x for _, x in items), ttl, *tail], once)
             for shard, items in groups.items()
         ]
         for items, codes in zip(groups.values(), await self._run(calls), strict=True):

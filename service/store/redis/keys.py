@@ -34,6 +34,11 @@ class ShardKeys:
         return tuple(f"{t}{name}".encode() for name in names)
 
     @property
+    def meta(self) -> str:
+        """The shard's counters and the controls its scripts read (lib.lua ctl)."""
+        return f"{self.tag}meta"
+
+    @property
     def hosts(self) -> str:
         return f"{self.tag}hosts"
 
@@ -50,11 +55,10 @@ class ShardKeys:
         idempotency key's record, expiring), one status digit per event."""
         return f"{self.tag}once:{digest}".encode()
 
-    @property
-    def signatures(self) -> str:
-        """Hash: URL -> the content signature (ETag or body digest) of its last fetch
-        that sent one (``signatures.lua``)."""
-        return f"{self.tag}sig"
+    def signatures(self, host: str) -> str:
+        """Hash of the host's URL key -> the content signature (ETag or body digest) of
+        its last fetch that sent one (``signatures.lua``)."""
+        return f"{self.tag}sig:{host}"
 
     def est(self, host: str) -> str:
         """Hash of the host's URL key -> packed estimator state (prior, decayed counts,

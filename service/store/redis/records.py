@@ -16,7 +16,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler_core.multipliers import LogMean, host_multiplier
-from service.store.base import HostState, Observations, Outcome, UrlPrior, UrlState
+from service.store.base import (
+    BLOCK_CODES,
+    RETIRE_CODES,
+    HostState,
+    Observations,
+    Outcome,
+    UrlPrior,
+    UrlState,
+)
 from service.store.columns import URL_COLUMNS
 from service.store.redis.keys import expand_url
 
@@ -28,11 +36,14 @@ __all__ = [
     "EST_SIGNALS",
     "GRANT",
     "HOST",
+    "HOST_CTL",
     "MAX_LABEL_BYTES",
     "OUTCOME",
     "PARAMS",
     "SCORED",
     "URL",
+    "URL_CTL",
+    "URL_FULL",
     "est_bytes",
     "est_size",
     "format_lease_id",
@@ -68,6 +79,17 @@ GRANT = np.dtype(
 )
 #: Host record: crawl delay s, gate Unix s, log-mean estimate, its count, Λ scored.
 HOST = struct.Struct("<5d")
+#: Its frontier controls' tail (lib.lua HOST_CTL): blocked until Unix s (NaN: never),
+#: consecutive failures, in-flight cap (0: the store's default), leases out, paused,
+#: block reason code, retired URLs.  Records without it read as the defaults.
+HOST_CTL = struct.Struct("<dIHIBBI")
+#: The URL record's frontier controls' tail (lib.lua URL_CTL): retired at Unix s (NaN:
+#: not retired), refetch after Unix s (NaN: none), gone count, retire reason code.
+URL_CTL = struct.Struct("<ddIB")
+#: A full URL record, the tail included (get.lua pads records written without it).
+URL_FULL = URL.size + URL_CTL.size
+_RETIRE = {code: reason for reason, code in RETIRE_CODES.items()}
+_BLOCK = {code: reason for reason, code in BLOCK_CODES.items()}
 _DEADLINE = struct.Struct("<d")
 #: Parameters of one URL as ``upsert.lua`` takes them (the prior follows).
 PARAMS = struct.Struct("<9d")
@@ -260,9 +282,10 @@ def unpack_url(
     (w, delta, recall, nu, beta, thr, slam, reg, last, lsig, lclick, due,
      n, clicks, signals, crawls, changes, errors, seq) = URL.unpack_from(blob)  # fmt: skip
     lease_id, deadline = lease or (None, None)
-    if seq and len(blob) > URL.size:
-        (deadline,) = _DEADLINE.unpack_from(blob, URL.size)
-        nonce = blob[URL.size + _DEADLINE.size :].decode()
+    retired_at, refetch, gone, reason = URL_CTL.unpack_from(blob, URL.size)
+    if seq and len(blob) > URL_FULL:
+        (deadline,) = _DEADLINE.unpack_from(blob, URL_FULL)
+        nonce = blob[URL_FULL + _DEADLINE.size :].decode()
         lease_id = format_lease_id(shard, seq, nonce)
     prior, observations = unpack_est(est)
     return UrlState(
@@ -272,7 +295,8 @@ def unpack_url(
         signals_since_crawl=n, last_signal_at=_opt(lsig), due_at=due, lease_id=lease_id,
         lease_deadline=deadline, clicks=clicks, signals=signals, crawls=crawls,
         changes=changes, fetch_errors=errors, last_click_at=_opt(lclick), prior=prior,
-        observations=observations,
+        observations=observations, retired_at=_opt(retired_at),
+        retire_reason=_RETIRE.get(reason), gone_count=gone, refetch_after=_opt(refetch),
     )  # fmt: skip
 
 
@@ -285,19 +309,29 @@ def unpack_host(
     due: int,
     next_due: bytes | str,
     lambda0: float | None,
+    default_in_flight: int = 1,
 ) -> HostState:
-    """A host record and its counts as a snapshot; λ_h needs the current λ₀."""
-    delay, gate, _, _, scored = HOST.unpack(blob)
+    """A host record and its counts as a snapshot (``urls`` with its retired ones; the
+    snapshot's without); λ_h needs the current λ₀."""
+    delay, gate, _, _, scored = HOST.unpack_from(blob)
+    blocked, failures, cap, flight, paused, reason, retired = (
+        HOST_CTL.unpack_from(blob, HOST.size)
+        if len(blob) >= HOST.size + HOST_CTL.size
+        else (math.nan, 0, 0, 0, 0, 0, 0)
+    )
     lam0 = lambda0 or 0.0
     lam_h = host_multiplier(lambda0, LogMean(host_log_mean(blob), 1.0))
     return HostState(
-        host=host, crawl_delay_s=delay, gate_at=gate, urls=urls, queued=queued, due=due,
-        next_due_at=float(next_due) if next_due else None, lambda_h=lam_h,
+        host=host, crawl_delay_s=delay, gate_at=gate, urls=int(urls) - retired, queued=queued,
+        due=due, next_due_at=float(next_due) if next_due else None, lambda_h=lam_h,
         threshold=lam0 + lam_h, scored_lambda=_opt(scored),
+        max_in_flight=cap or default_in_flight, in_flight=flight, paused=bool(paused),
+        blocked_until=_opt(blocked), block_reason=_BLOCK.get(reason),
+        consecutive_failures=failures, retired=retired,
     )  # fmt: skip
 
 
 def host_log_mean(blob: bytes) -> float | None:
     """The host's log-mean estimate (ln of λ₀ + λ_h), or None."""
-    mean = HOST.unpack(blob)[2]
+    mean = HOST.unpack_from(blob)[2]
     return None if math.isnan(mean) else mean

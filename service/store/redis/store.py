@@ -11,9 +11,9 @@ its own, so API processes replicate freely; λ₀ lives in Redis and is folded i
 script (no lost updates).
 
 :class:`RedisStore` is built in layers, one file each: :mod:`.base` (client, shard
-keys, scripts, per-shard calls), :mod:`.multipliers` (λ₀ and λ_h),
-:mod:`.dispatch` (leases) and this module (registration, reads, parameters, events,
-estimator groups, operations); :mod:`.client` connects and maps outages to
+keys, scripts, per-shard calls), :mod:`.multipliers` (λ₀ and λ_h), :mod:`.dispatch`
+(leases), :mod:`.hosts` (host control) and this module (registration, reads,
+parameters, events, estimator groups, operations); :mod:`.client` connects and maps outages to
 :class:`~service.errors.StoreUnavailable`.
 """
 
@@ -41,7 +41,7 @@ from service.store.base import (
 )
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
-from service.store.redis.dispatch import RedisDispatch
+from service.store.redis.hosts import RedisHosts
 from service.store.redis.keys import url_key
 from service.store.redis.records import (
     PARAMS,
@@ -73,7 +73,7 @@ def _decay(decay_s: float) -> str:
     return repr(float(decay_s))
 
 
-class RedisStore(RedisDispatch):
+class RedisStore(RedisHosts):
     """Redis implementation of :class:`service.store.base.Store`.
 
     Parameters
@@ -152,28 +152,27 @@ class RedisStore(RedisDispatch):
             self._call("remove", shard, [self._history, *(x for _, h, k in items for x in (h, k))])
             for shard, items in groups.items()
         ]
-        drops = [
-            Call(
-                "signatures",
-                [self._keys[shard].signatures],
-                ["drop", *(urls[i] for i, _, _ in items)],
-            )
-            for shard, items in groups.items()
-        ]
+        drops = [self._signature_call(shard, "drop", items, ()) for shard, items in groups.items()]
         answers = await self._run([*calls, *drops])
         return sum(int(a) for a in answers[: len(calls)])
+
+    def _signature_call(
+        self, shard: int, mode: str, items: Sequence[tuple[int, str, str]], values: Sequence[str]
+    ) -> Call:
+        """``signatures.lua`` over ``items`` (position, host, URL key) of one shard; with
+        ``values`` (by position), the new signatures."""
+        hosts = list(dict.fromkeys(host for _, host, _ in items))
+        index = {host: k + 1 for k, host in enumerate(hosts)}
+        args: list[str | int] = [mode]
+        for i, host, ukey in items:
+            args += (index[host], ukey, values[i]) if values else (index[host], ukey)
+        return Call("signatures", [self._keys[shard].signatures(h) for h in hosts], args)
 
     @unavailable
     async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:
         groups = self._by_shard([url for url, _ in signatures])
-        calls = [
-            Call(
-                "signatures",
-                [self._keys[shard].signatures],
-                ["swap", *(x for i, _, _ in items for x in signatures[i])],
-            )
-            for shard, items in groups.items()
-        ]
+        values = [sig for _, sig in signatures]
+        calls = [self._signature_call(s, "swap", items, values) for s, items in groups.items()]
         out: list[str | None] = [None] * len(signatures)
         for items, answer in zip(groups.values(), await self._run(calls), strict=True):
             for (i, _, _), previous in zip(items, answer, strict=True):
@@ -205,8 +204,9 @@ class RedisStore(RedisDispatch):
         blob, urls, queued, due, head = answer
         lam0 = (await self._lambda0()).value
         return unpack_host(
-            blob, host, urls=urls, queued=queued, due=due, next_due=head, lambda0=lam0
-        )
+            blob, host, urls=urls, queued=queued, due=due, next_due=head, lambda0=lam0,
+            default_in_flight=self._controls.max_in_flight,
+        )  # fmt: skip
 
     @unavailable
     async def host_urls(self, host: str) -> list[UrlState]:
@@ -309,7 +309,7 @@ class RedisStore(RedisDispatch):
         answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
         lam0 = await self._lambda0()
         top: list[HostState] = []
-        for *_, flat in answers:
+        for *_, flat, _, _ in answers:
             for i in range(0, len(flat), 6):
                 host, blob, urls, queued, due, head_due = flat[i : i + 6]
                 top.append(
@@ -321,11 +321,15 @@ class RedisStore(RedisDispatch):
                         due=due,
                         next_due=head_due,
                         lambda0=lam0.value,
+                        default_in_flight=self._controls.max_in_flight,
                     )  # fmt: skip
                 )
         top.sort(key=lambda s: s.lambda_h, reverse=True)
+        retired = sum(int(a[6]) for a in answers)
         return StoreStats(
-            urls=sum(int(a[0]) for a in answers),
+            retired=retired,
+            blocked_hosts=sum(int(a[7]) for a in answers),
+            urls=sum(int(a[0]) for a in answers) - retired,
             hosts=sum(int(a[1]) for a in answers),
             due_backlog=sum(int(a[2]) for a in answers),
             leases_active=sum(int(a[3]) for a in answers),

@@ -10,6 +10,7 @@ for host, ukey in string.gmatch(ARGV[1], '(%S+) (%S+)') do
   local s = redis.call('HGET', K_URLS .. host, ukey)
   local e = false
   if s then
+    s = full_rec(s)
     local seq = struct.unpack('<I4', s, URL_LEASE_AT)
     if seq ~= 0 then
       local l = get_lease(seq)

@@ -6,6 +6,7 @@ local host = ARGV[1]
 local all = redis.call('HGETALL', K_URLS .. host)
 for i = 1, #all, 2 do
   local u = get_url(host, all[i])
+  all[i + 1] = full_rec(all[i + 1])
   if u.lease ~= 0 then
     local l = get_lease(u.lease)
     all[i + 1] = all[i + 1] .. struct.pack('<d', l.deadline) .. l.nonce

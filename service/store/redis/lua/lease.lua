@@ -4,7 +4,10 @@
 -- host name, bytewise), take up to `cap` hosts due now, earliest first, then at most
 -- `k_ahead` of the rest among hosts not yet due whose politeness gate is open (soonest
 -- first; their URLs go out below threshold), and lease one URL of each, its earliest
--- due.  The host's gate moves to now + crawl delay.  `now` is read here, from the
+-- due.  The host's gate moves to now + crawl delay, its leases out up by one.  A host
+-- paused, blocked or with its cap of leases out gives nothing (lib.lua host_ready); a
+-- URL within the minimum revisit interval of its last fetch, or before its refetch_after,
+-- is not leased but queued again at that time (the host gives nothing in this call).  `now` is read here, from the
 -- server's TIME through the caller's clock (lib.lua clock_now).  Before that, the
 -- dispatch observations the caller buffered are folded into λ₀ and the λ_h of their
 -- hosts (as lambda0.lua, then observe.lua).
@@ -121,7 +124,9 @@ local function fill(c, want)
       for i = 1, #got, 2 do hosts[#hosts + 1] = got[i] end
       local recs = bulk('HMGET', K_HOSTS, hosts, 1)
       for j, rec in ipairs(recs) do
-        if select(2, struct.unpack(HOST, rec)) <= now then
+        local h = unpack_host_rec(rec)
+        -- open: gate passed, not blocked now (nor paused or full: host_ready)
+        if h.gate <= now and not (h.blocked > now) and host_ready(h, -INF) then
           c.buf[#c.buf + 1] = {num(got[2 * j]), hosts[j], rec}
         end
       end
@@ -190,38 +195,64 @@ for s, idx in pairs(by_shard) do
   end
   local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
+  local min_revisit = ctl().min_revisit
   for j, i in ipairs(idx) do
     local e = due[i]
     local host = e[2]
-    local delay, gate, mean, count, scored = struct.unpack(HOST, e[3])
+    local h = unpack_host_rec(e[3])
     local q = K_QUEUE .. host
-    local ukey = redis.call('ZPOPMIN', q)[1]
-    -- only `due` is read and only `lease` written: no need to unpack the whole record
-    local rec = redis.call('HGET', K_URLS .. host, ukey)
-    local url_due = struct.unpack('<d', rec, URL_DUE_AT)
-    local gated = 0
-    if url_due <= now and gate > url_due then gated = 1 end
-    local was_ready = math.max(url_due, gate)
-    gate = now + delay
-    local seq = seq0 + j
-    rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
-    redis.call('HSET', K_URLS .. host, ukey, rec)
+    local first = redis.call('ZRANGE', q, 0, 0)[1]
+    -- paused, full or blocked since it was listed (another call, an operator): skipped
+    if first and host_ready(h, -INF) and not (h.blocked > now) then
+      local ukey = first
+      -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
+      -- unpack the whole record
+      local rec = full_rec(redis.call('HGET', K_URLS .. host, ukey))
+      local url_due = struct.unpack('<d', rec, URL_DUE_AT)
+      local last = struct.unpack('<d', rec, URL_LAST_AT)
+      local floor = struct.unpack('<d', rec, URL_REFETCH_AT)
+      if isnan(floor) then floor = -INF end
+      if min_revisit > 0 and not isnan(last) then floor = math.max(floor, last + min_revisit) end
+      if floor > now then
+        -- held back (minimum revisit, refetch_after): queued again at that time
+        url_due = math.max(url_due, floor)
+        rec = string.sub(rec, 1, URL_DUE_AT - 1) .. struct.pack('<d', url_due)
+          .. string.sub(rec, URL_DUE_AT + 8)
+        redis.call('HSET', K_URLS .. host, ukey, rec)
+        redis.call('ZADD', q, url_due, ukey)
+      else
+        redis.call('ZREM', q, ukey)
+        local opened = h.gate
+        if not isnan(h.blocked) then opened = math.max(opened, h.blocked) end
+        local gated = 0  -- held by politeness or a block
+        if url_due <= now and opened > url_due then gated = 1 end
+        local was_ready = math.max(url_due, opened)
+        h.gate = now + h.delay
+        h.flight = h.flight + 1
+        local seq = seq0 + j
+        rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
+          .. string.sub(rec, URL_LEASE_AT + 4)
+        redis.call('HSET', K_URLS .. host, ukey, rec)
+        leases[#leases + 1] = seq
+        leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
+                                          nonce = nonce, host = host, ukey = ukey})
+        deadlines[#deadlines + 1] = deadline
+        deadlines[#deadlines + 1] = seq
+        grants[i] = string.sub(rec, 1, URL_SIZE)
+          .. struct.pack(GRANT, was_ready, h.mean, seq, s, #host, #ukey, gated)
+        names[i] = host .. ukey
+        host_recs[#host_recs + 1] = host
+        host_recs[#host_recs + 1] = pack_host(h)
+      end
+    end
     local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-    if head[1] then
-      ready[#ready + 1] = math.max(num(head[2]), gate)
+    local r = head[1] and host_ready(h, num(head[2]))
+    if r then
+      ready[#ready + 1] = r
       ready[#ready + 1] = host
     else
       gone[#gone + 1] = host
     end
-    host_recs[#host_recs + 1] = host
-    host_recs[#host_recs + 1] = struct.pack(HOST, delay, gate, mean, count, scored)
-    leases[#leases + 1] = seq
-    leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
-                                      nonce = nonce, host = host, ukey = ukey})
-    deadlines[#deadlines + 1] = deadline
-    deadlines[#deadlines + 1] = seq
-    grants[i] = rec .. struct.pack(GRANT, was_ready, mean, seq, s, #host, #ukey, gated)
-    names[i] = host .. ukey
   end
   bulk('HSET', K_HOSTS, host_recs, 2)
   bulk('ZADD', K_READY, ready, 2)
@@ -229,5 +260,12 @@ for s, idx in pairs(by_shard) do
   bulk('HSET', K_LEASES, leases, 2)
   bulk('ZADD', K_DEADLINES, deadlines, 2)
 end
-return {now_arg, str(deadline), lam0_out, lam0_count, table.concat(grants),
-        table.concat(names)}
+local given, given_names = {}, {}
+for i = 1, #due do
+  if grants[i] then
+    given[#given + 1] = grants[i]
+    given_names[#given_names + 1] = names[i]
+  end
+end
+return {now_arg, str(deadline), lam0_out, lam0_count, table.concat(given),
+        table.concat(given_names)}

@@ -91,21 +91,59 @@ end
 
 -- URL record: W, Δ, recall, ν, β, ι, Λ scored, registered, last crawl, last signal,
 -- last click, due (doubles; NaN = none), then n since crawl, clicks, signals, crawls,
--- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes.
+-- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes; then the
+-- frontier controls' tail (URL_CTL): retired at (Unix s, NaN = not retired), refetch
+-- after (Unix s, NaN = none), gone count (uint32: 404 counts 1, 410 2), retire reason
+-- (byte: 0 none, 1 gone, 2 redirect, 3 done); 145 bytes in all.  Records written
+-- before the tail existed are 124 bytes and read as having the defaults.
 local URL = '<ddddddddddddI4I4I4I4I4I4I4'
+local URL_CTL, URL_SIZE, URL_FULL = '<ddI4B', 124, 145
 -- 1-based byte positions of single fields, for scripts that touch only those
 local URL_LCLICK_AT, URL_DUE_AT, URL_CLICKS_AT, URL_LEASE_AT = 81, 89, 101, 121
+local URL_LAST_AT, URL_RETIRED_AT, URL_REFETCH_AT = 65, 125, 133
+local RETIRE_GONE, RETIRE_REDIRECT, RETIRE_DONE = 1, 2, 3
+local CTL_DEFAULT = struct.pack(URL_CTL, NAN, NAN, 0, 0)
+-- A record with its tail (an old 124-byte record gets the defaults).
+local function full_rec(s)
+  if #s < URL_FULL then return string.sub(s, 1, URL_SIZE) .. CTL_DEFAULT end
+  return s
+end
 local function get_url(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
   if not s then return nil end
   local u = {}
   u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last, u.lsig, u.lclick,
     u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease = struct.unpack(URL, s)
+  u.retired, u.refetch, u.gone, u.reason = struct.unpack(URL_CTL, full_rec(s), URL_SIZE + 1)
   return u
 end
 local function pack_url(u)
   return struct.pack(URL, u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last,
     u.lsig, u.lclick, u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease)
+    .. struct.pack(URL_CTL, u.retired or NAN, u.refetch or NAN, u.gone or 0, u.reason or 0)
+end
+
+-- The store's frontier controls every script shares, as ControlRules set them (written
+-- to each shard's meta hash by the store's prepare): the minimum revisit interval, s,
+-- and the in-flight cap of a host given none.  Read once per shard per call.
+local CTL_CACHE = {}
+local function ctl()
+  local c = CTL_CACHE[K_META]
+  if not c then
+    local got = redis.call('HMGET', K_META, 'min_revisit', 'max_in_flight')
+    c = {min_revisit = tonumber(got[1]) or 0, in_flight = tonumber(got[2]) or 1}
+    CTL_CACHE[K_META] = c
+  end
+  return c
+end
+-- Earliest time a URL may be leased: its last fetch + the minimum revisit interval (when
+-- that is positive), its refetch_after (Unix s; -INF: none).
+local function floor_of(u)
+  local f = -INF
+  if u.refetch and not isnan(u.refetch) then f = u.refetch end
+  local m = ctl().min_revisit
+  if m > 0 and not isnan(u.last) then f = math.max(f, u.last + m) end
+  return f
 end
 local function put_url(host, ukey, u)
   redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
@@ -184,17 +222,49 @@ local function est_add_event(host, ukey, which, t, decay)
 end
 
 -- Host record: crawl delay (s), gate (Unix s), log-mean estimate (NaN = none),
--- its observation count, Λ its thresholds were scored for (NaN = never).
+-- its observation count, Λ its thresholds were scored for (NaN = never); then the
+-- frontier controls' tail (HOST_CTL): blocked until (Unix s, NaN = never blocked; kept
+-- after it passed), consecutive failures (uint32), in-flight cap (uint16, 0 = the
+-- store's default), leases out (uint32), paused (byte 0/1), block reason (byte: 0 none,
+-- 1 back-off, 2 operator), retired URLs (uint32).  64 bytes; records written before the
+-- tail existed are 40 bytes and read as having the defaults.
 local HOST = '<ddddd'
+local HOST_CTL, HOST_SIZE = '<dI4HI4BBI4', 40
+local BLOCK_BACK_OFF, BLOCK_OPERATOR = 1, 2
+local function unpack_host_rec(s)
+  local h = {}
+  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, s)
+  if #s > HOST_SIZE then
+    h.blocked, h.failures, h.cap, h.flight, h.paused, h.reason, h.retired =
+      struct.unpack(HOST_CTL, s, HOST_SIZE + 1)
+  else
+    h.blocked, h.failures, h.cap, h.flight, h.paused, h.reason, h.retired = NAN, 0, 0, 0, 0, 0, 0
+  end
+  return h
+end
 local function get_host(host)
   local s = redis.call('HGET', K_HOSTS, host)
   if not s then return nil end
-  local h = {}
-  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, s)
-  return h
+  return unpack_host_rec(s)
+end
+local function pack_host(h)
+  return struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored)
+    .. struct.pack(HOST_CTL, h.blocked or NAN, h.failures or 0, h.cap or 0, h.flight or 0,
+                   h.paused or 0, h.reason or 0, h.retired or 0)
 end
 local function put_host(host, h)
-  redis.call('HSET', K_HOSTS, host, struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored))
+  redis.call('HSET', K_HOSTS, host, pack_host(h))
+end
+-- When a host can next give out a URL whose earliest due is `head` (Unix s): the latest
+-- of that, its gate and its block; nil while it is paused or has its cap of leases out.
+local function host_ready(h, head)
+  if h.paused == 1 then return nil end
+  local cap = h.cap
+  if cap == 0 then cap = ctl().in_flight end
+  if h.flight >= cap then return nil end
+  local r = math.max(head, h.gate)
+  if not isnan(h.blocked) then r = math.max(r, h.blocked) end
+  return r
 end
 
 -- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), issue time
@@ -238,12 +308,14 @@ local function value_due(u)
   return u.last + u.thr - shift
 end
 local function due_time(u, cap)
-  if isnan(u.last) then return u.reg end
-  return math.min(value_due(u), u.last + cap)
+  local due = u.reg
+  if not isnan(u.last) then due = math.min(value_due(u), u.last + cap) end
+  return math.max(due, floor_of(u))
 end
 
--- Re-key hosts in the ready set by max(earliest due, gate); out when their queue is
--- empty.  `touched` is a set (host -> true): one HMGET, one ZADD, one ZREM for all.
+-- Re-key hosts in the ready set by host_ready; out when their queue is empty, they are
+-- paused or full.  `touched` is a set (host -> true): one HMGET, one ZADD, one ZREM for
+-- all.
 local function refresh_all(touched)
   local hosts = {}
   for host in pairs(touched) do hosts[#hosts + 1] = host end
@@ -252,8 +324,9 @@ local function refresh_all(touched)
   local ready, gone = {}, {}
   for i, host in ipairs(hosts) do
     local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
-    if head[1] then
-      ready[#ready + 1] = math.max(num(head[2]), select(2, struct.unpack(HOST, recs[i])))
+    local r = head[1] and recs[i] and host_ready(unpack_host_rec(recs[i]), num(head[2]))
+    if r then
+      ready[#ready + 1] = r
       ready[#ready + 1] = host
     else
       gone[#gone + 1] = host
@@ -267,11 +340,22 @@ end
 -- the host's readiness may have changed (the caller refreshes once per host).
 local function move(host, ukey, u, new_due)
   u.due = new_due
-  if u.lease == 0 then
+  if u.lease == 0 and (not u.retired or isnan(u.retired)) then
     redis.call('ZADD', K_QUEUE .. host, new_due, ukey)
     return true
   end
   return false
+end
+
+-- Bring a retired URL back (registered again, or signalled), with its history: the
+-- caller then moves it to its due time and writes it.
+local function unretire(host, u, h)
+  if isnan(u.retired) then return end
+  u.retired, u.reason, u.gone = NAN, 0, 0
+  redis.call('HINCRBY', K_META, 'retired', -1)
+  local rec = h or get_host(host)
+  if rec.retired > 0 then rec.retired = rec.retired - 1 end
+  if not h then put_host(host, rec) end
 end
 
 -- A lease ends (expired or settled): remember it for duplicates.  The caller trims
@@ -291,6 +375,15 @@ local function trim_history(history)
   end
 end
 
+-- A lease of `host` ended (expired, settled, dropped): one lease fewer out.
+local function lease_ended(host)
+  local h = get_host(host)
+  if h and h.flight > 0 then
+    h.flight = h.flight - 1
+    put_host(host, h)
+  end
+end
+
 -- Expired leases (deadline at or before `now`, Unix s) go back to their host queues
 -- (at-least-once delivery).
 local function reclaim(now, history)
@@ -304,7 +397,8 @@ local function reclaim(now, history)
     local u = get_url(l.host, l.ukey)
     u.lease = 0
     put_url(l.host, l.ukey, u)
-    redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey)
+    if isnan(u.retired) then redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey) end
+    lease_ended(l.host)
     touched[l.host] = true
   end
   refresh_all(touched)

@@ -13,9 +13,15 @@ for i = 2, #ARGV, 2 do
     redis.call('HDEL', K_URLS .. host, ukey)
     redis.call('HDEL', K_EST .. host, ukey)
     redis.call('HINCRBY', K_META, 'urls', -1)
+    if not isnan(u.retired) then
+      redis.call('HINCRBY', K_META, 'retired', -1)
+      local h = get_host(host)
+      if h.retired > 0 then h.retired = h.retired - 1; put_host(host, h) end
+    end
     if u.lease ~= 0 then
       redis.call('ZREM', K_DEADLINES, u.lease)
       finish(u.lease, get_lease(u.lease), EXPIRED)
+      lease_ended(host)
     else
       redis.call('ZREM', K_QUEUE .. host, ukey)
     end

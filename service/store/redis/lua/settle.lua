@@ -8,7 +8,16 @@
 -- history kept; ARGV[5] outcomes kept per URL (window); ARGV[6] the results, "host
 -- url-key lease-seq nonce fetched-at ok changed" each (fetched at: Unix s; ok: 0/1;
 -- changed: 0 no, 1 yes, 2 unknown), separated by spaces; ARGV[7] how long the answer is
--- remembered under KEYS[10] (if given: lib.lua once_replay), wall ms.
+-- remembered under KEYS[10] (if given: lib.lua once_replay), wall ms; ARGV[8] back-off
+-- base, s; ARGV[9] longest block, s; ARGV[10] back-off jitter (relative); ARGV[11]
+-- gone count that retires a URL.  Each result also carries, after `changed`: the HTTP
+-- status (0: network error), Retry-After s ('-': none), refetch_after Unix s ('-':
+-- none), and a retire code (0 none, 2 redirect, 3 done).
+-- Frontier controls (service/store/base.py ControlRules; the embedded store does the
+-- same): 429, 5xx and 0 block the host for the Retry-After (capped) or an exponential
+-- back-off with a deterministic jitter from redis.sha1hex("<host> <failures>"); any other
+-- status forgets the host's failures; 404 adds 1 and 410 2 to the URL's gone count (any
+-- other status resets it), which retires it at ARGV[11].
 -- Returns per result 0 accepted, 2 stale (a lease of another URL, or of a URL dropped or
 -- leased again since the lease expired), 3 duplicate, 4 unknown lease (never issued by
 -- this shard, or forgotten).
@@ -16,6 +25,29 @@ local seen = once_replay()
 if seen then return seen end
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
 local window = num(ARGV[5])
+local base, max_block, jitter, gone_after = num(ARGV[8]), num(ARGV[9]), num(ARGV[10]),
+  num(ARGV[11])
+local hosts = {}  -- host -> record, written once at the end
+local function opt(x) if x == '-' then return NAN end return num(x) end
+-- service/store/base.py back_off_s, operation for operation.
+local function back_off_s(host, failures, retry_after)
+  if not isnan(retry_after) then return math.min(math.max(retry_after, 0), max_block) end
+  local b = math.min(base * 2.0 ^ math.min(failures - 1, 60), max_block)
+  local digest = redis.sha1hex(host .. ' ' .. string.format('%d', failures))
+  local unit = tonumber(string.sub(digest, 1, 8), 16) / 4294967295
+  return math.min(b * (1.0 + jitter * (2.0 * unit - 1.0)), max_block)
+end
+local function host_answer(host, status, fetched, retry_after)
+  local h = hosts[host] or get_host(host)
+  hosts[host] = h
+  if not (status == 429 or status == 0 or (status >= 500 and status <= 599)) then
+    h.failures = 0
+    return
+  end
+  h.failures = h.failures + 1
+  local untl = fetched + back_off_s(host, h.failures, retry_after)
+  if isnan(h.blocked) or untl > h.blocked then h.blocked, h.reason = untl, BLOCK_BACK_OFF end
+end
 local out = {}
 local touched = {}
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
@@ -32,10 +64,11 @@ local function add_outcome(host, ukey, tau, n, changed)
   end
   put_est(host, ukey, e)
 end
-for host, ukey, seq, nonce, fetched, ok, changed in
-    string.gmatch(ARGV[6], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
+for host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch, retire in
+    string.gmatch(ARGV[6], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
   local known = changed ~= '2'
   fetched, ok, changed = num(fetched), ok == '1', changed == '1'
+  status, retry_after, refetch, retire = num(status), opt(retry_after), opt(refetch), num(retire)
   local l = get_lease(seq)
   -- the URL only once the lease is known to be its own (so in this shard)
   local u = l and l.nonce == nonce and l.host == host and l.ukey == ukey and get_url(host, ukey)
@@ -50,6 +83,9 @@ for host, ukey, seq, nonce, fetched, ok, changed in
   else
     if l.status == ACTIVE then
       settled_active[#settled_active + 1] = seq
+      local h = hosts[host] or get_host(host)
+      hosts[host] = h
+      if h.flight > 0 then h.flight = h.flight - 1 end
     else
       redis.call('ZREM', K_QUEUE .. host, ukey)
     end
@@ -58,7 +94,18 @@ for host, ukey, seq, nonce, fetched, ok, changed in
     settled[#settled + 1] = seq
     settled[#settled + 1] = seq
     u.lease = 0
-    if ok then
+    host_answer(host, status, fetched, retry_after)
+    if not isnan(refetch) then u.refetch = refetch end
+    if status == 404 then
+      u.gone = u.gone + 1
+    elseif status == 410 then
+      u.gone = u.gone + 2
+    else
+      u.gone = 0
+    end
+    if not isnan(u.retired) then
+      -- retired while leased: stays out of the queue
+    elseif ok then
       u.crawls = u.crawls + 1
       if changed then u.changes = u.changes + 1 end
       if known and not isnan(u.last) and fetched > u.last then
@@ -71,13 +118,23 @@ for host, ukey, seq, nonce, fetched, ok, changed in
       move(host, ukey, u, due_time(u, cap))
     else
       u.errors = u.errors + 1
-      move(host, ukey, u, math.max(u.due, fetched + retry))
+      move(host, ukey, u, math.max(u.due, fetched + retry, floor_of(u)))
+    end
+    if isnan(u.retired) and (retire ~= 0 or u.gone >= gone_after) then
+      if retire == 0 then retire = RETIRE_GONE end
+      redis.call('ZREM', K_QUEUE .. host, ukey)
+      u.retired, u.reason = fetched, retire
+      local h = hosts[host] or get_host(host)
+      hosts[host] = h
+      h.retired = h.retired + 1
+      redis.call('HINCRBY', K_META, 'retired', 1)
     end
     put_url(host, ukey, u)
     touched[host] = true
     out[#out + 1] = 0
   end
 end
+for host, h in pairs(hosts) do put_host(host, h) end
 bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
 refresh_all(touched)

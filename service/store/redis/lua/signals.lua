@@ -25,6 +25,7 @@ for host, ukey, t in string.gmatch(ARGV[4], '(%S+) (%S+) (%S+)') do
     else
       if not isnan(u.last) then u.n = u.n + 1 end
       if isnan(u.lsig) or t > u.lsig then u.lsig = t end
+      unretire(host, u)  -- a signal brings a retired URL back
       if move(host, ukey, u, due_time(u, cap)) then touched[host] = true end
       out[#out + 1] = 0
     end

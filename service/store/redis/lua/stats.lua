@@ -3,19 +3,26 @@
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] lease history kept;
 -- ARGV[3] k, hosts with the highest λ_h estimate to return.
--- Returns {urls, hosts, due backlog, active leases, expired total,
---          {host, record, URLs, queued, due, earliest due or '', ...} top k}.
+-- Returns {urls (retired ones too), hosts, due backlog (of hosts neither blocked nor
+--          paused), active leases, expired total,
+--          {host, record, URLs, queued, due, earliest due or '', ...} top k,
+--          retired URLs, hosts blocked or paused now}.
 local history, k = num(ARGV[2]), num(ARGV[3])
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
 reclaim(now, history)
 local all = redis.call('HGETALL', K_HOSTS)
-local backlog = 0
+local backlog, blocked = 0, 0
 local ranked = {}
 for i = 1, #all, 2 do
   local q = K_QUEUE .. all[i]
   local due = redis.call('ZCOUNT', q, '-inf', now_arg)
-  backlog = backlog + due
+  local h = unpack_host_rec(all[i + 1])
+  if h.paused == 1 or h.blocked > now then
+    blocked = blocked + 1
+  else
+    backlog = backlog + due
+  end
   if k > 0 then
     local mean = select(3, struct.unpack(HOST, all[i + 1]))
     if isnan(mean) then mean = -INF end
@@ -33,4 +40,5 @@ for j = 1, math.min(k, #ranked) do
   end
 end
 return {num(redis.call('HGET', K_META, 'urls') or '0'), #all / 2, backlog,
-        redis.call('ZCARD', K_DEADLINES), num(redis.call('HGET', K_META, 'expired') or '0'), top}
+        redis.call('ZCARD', K_DEADLINES), num(redis.call('HGET', K_META, 'expired') or '0'), top,
+        num(redis.call('HGET', K_META, 'retired') or '0'), blocked}

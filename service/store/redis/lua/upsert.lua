@@ -11,6 +11,7 @@
 -- given values, the label's length and the label.  The prior replaces the stored one;
 -- the decayed counts and outcomes of a known URL are kept; a URL with neither prior nor
 -- history gets no estimator state.
+-- A retired URL registered again (not left alone) comes back, with its history.
 -- Returns per URL 1 (new) or 0 (updated, or left alone).
 local seen = once_replay()
 if seen then return seen end
@@ -26,7 +27,8 @@ for i = 6, #ARGV, 3 do
   local prior = string.sub(ARGV[i + 2], at)
   local h = hosts[host] or get_host(host)
   if not h then
-    h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN}
+    h = {delay = default_delay, gate = -INF, mean = NAN, count = 0, scored = NAN, blocked = NAN,
+         failures = 0, cap = 0, flight = 0, paused = 0, reason = 0, retired = 0}
   end
   if not isnan(delay) then h.delay = delay end
   hosts[host] = h
@@ -54,6 +56,7 @@ for i = 6, #ARGV, 3 do
       new_urls = new_urls + 1
       out[#out + 1] = 1
     end
+    if u.retired then unretire(host, u, h) end  -- registered again: back, with its history
     u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
     if not isnan(last) and (isnan(u.last) or last > u.last) then
       u.last, u.n = last, 0

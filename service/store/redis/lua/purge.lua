@@ -1,0 +1,34 @@
+-- Drop the URLs of one shard retired before a time (POST /urls/purge), with their
+-- estimator state; only hosts with retired URLs are read.
+-- KEYS: the shard keys (lib.lua).  ARGV[1] retired before, Unix s.
+-- Returns how many URLs were dropped.
+local before = num(ARGV[1])
+local hosts = redis.call('HGETALL', K_HOSTS)
+local removed = 0
+for i = 1, #hosts, 2 do
+  local host = hosts[i]
+  local h = unpack_host_rec(hosts[i + 1])
+  if h.retired > 0 then
+    local all = redis.call('HGETALL', K_URLS .. host)
+    local drop = {}
+    for j = 1, #all, 2 do
+      local s = all[j + 1]
+      if #s >= URL_FULL then
+        local at = struct.unpack('<d', s, URL_RETIRED_AT)
+        if at < before then drop[#drop + 1] = all[j] end
+      end
+    end
+    if #drop > 0 then
+      bulk('HDEL', K_URLS .. host, drop, 1)
+      bulk('HDEL', K_EST .. host, drop, 1)
+      h.retired = h.retired - #drop
+      put_host(host, h)
+      removed = removed + #drop
+    end
+  end
+end
+if removed > 0 then
+  redis.call('HINCRBY', K_META, 'urls', -removed)
+  redis.call('HINCRBY', K_META, 'retired', -removed)
+end
+return removed
