@@ -16,7 +16,15 @@ from pydantic import ValidationError
 
 from service.errors import InvalidInput
 from service.grpc import urlfrontier_pb2 as pb
-from service.grpc.mapping import fetch_status, lease_of, metadata_of, signature_of, url_info
+from service.grpc.mapping import (
+    fetch_status,
+    lease_of,
+    metadata_of,
+    redirect_of,
+    retry_after_of,
+    signature_of,
+    url_info,
+)
 from service.scheduler.context import Context
 from service.scheduler.dispatch import dispatch
 from service.scheduler.events import ingest_results
@@ -56,6 +64,16 @@ async def lease(ctx: Context, max_queues: int, delay_requestable_s: int) -> list
     ]
 
 
+def _valid_url(raw: str | None) -> str | None:
+    """``raw`` as a canonical http(s) URL, or None (absent or not one)."""
+    if raw is None:
+        return None
+    try:
+        return UrlIn(url=raw).url
+    except ValidationError:
+        return None
+
+
 def _url_in(info: pb.URLInfo) -> UrlIn | None:
     try:
         return UrlIn(url=info.url)
@@ -89,10 +107,13 @@ async def put_known(
     The status is ``fetch.statusCode`` (200 if absent).  "Changed" is False for a 304,
     otherwise the content signature (``signature`` or an ETag) compared with the
     last one kept for the URL (unknown on the first).  The lease is the one the
-    metadata name (as GetURLs sent it), else the URL's current one.  A URL the
-    frontier does not hold is registered as fetched now if ``may_register`` (the
-    caller's role may register URLs), else ``SKIPPED``.  ``refetchable_from_date``
-    is not applied yet (docs/urlfrontier.md).
+    metadata name (as GetURLs sent it), else the URL's current one.
+    ``refetchable_from_date`` 0 retires the URL (it is not fetched again unless
+    signalled or registered again); any other date (Unix s) is a lower bound on its
+    next lease.  A Retry-After (``protocol.retry-after``, seconds) and a redirect
+    target (``_redirTo``) in the metadata are passed on.  A URL the frontier does not
+    hold is registered as fetched now if ``may_register`` (the caller's role may
+    register URLs), else ``SKIPPED``.
 
     Raises
     ------
@@ -125,6 +146,10 @@ async def put_known(
             fetched_at=ctx.clock.now(),
             status=status,
             changed=changed,
+            retry_after_s=retry_after_of(meta),
+            redirect_to=_valid_url(redirect_of(meta)),
+            refetch_after=float(refetchable_from_date) if refetchable_from_date else None,
+            retire=refetchable_from_date == 0,
         )
         answer = await ingest_results(ctx, [result])
     except (ValidationError, InvalidInput):

@@ -21,6 +21,8 @@ __all__ = [
     "fetch_status",
     "lease_of",
     "metadata_of",
+    "redirect_of",
+    "retry_after_of",
     "signature_of",
     "url_info",
     "url_item",
@@ -36,6 +38,11 @@ STATUS_KEYS = ("fetch.statusCode", "status", "http.status")
 #: Metadata keys of a content signature: a digest of the body or the ETag (lower case;
 #: matched case-insensitively), first found wins.
 SIGNATURE_KEYS = ("signature", "content.signature", "etag", "protocol.etag", "http.etag")
+
+#: Metadata keys of the answer's Retry-After header (seconds).
+RETRY_AFTER_KEYS = ("protocol.retry-after", "retry-after")
+#: Metadata keys of a redirect's target.
+REDIRECT_KEYS = ("_redirTo", "redirect_to")
 
 Metadata = dict[str, list[str]]
 
@@ -81,6 +88,24 @@ def signature_of(meta: Mapping[str, Sequence[str]]) -> str | None:
     return _first(meta, SIGNATURE_KEYS)
 
 
+def retry_after_of(meta: Mapping[str, Sequence[str]]) -> float | None:
+    """The answer's Retry-After in seconds (StormCrawler keeps response headers as
+    ``protocol.<name>``), or None (absent, or an HTTP date: not read).
+
+    Examples
+    --------
+    >>> retry_after_of({"protocol.Retry-After": ["120"]})
+    120.0
+    """
+    raw = _first(meta, RETRY_AFTER_KEYS)
+    return float(raw) if raw is not None and raw.isascii() and raw.isdigit() else None
+
+
+def redirect_of(meta: Mapping[str, Sequence[str]]) -> str | None:
+    """Where the fetched URL redirects (StormCrawler's ``_redirTo``), or None."""
+    return _first(meta, REDIRECT_KEYS)
+
+
 def lease_of(meta: Mapping[str, Sequence[str]]) -> str | None:
     """The lease id GetURLs handed out with the URL, if the crawler sent it back."""
     return _first(meta, (LEASE_KEY,))
@@ -105,7 +130,8 @@ def _seconds(t: float | None) -> int:
 def url_item(state: UrlState) -> pb.URLItem:
     """What GetURLStatus and ListURLs answer for a URL: a DiscoveredURLItem if it was
     never fetched, else a KnownURLItem whose ``refetchable_from_date`` is its due time
-    (Unix s, whole seconds rounded down); ``creation_date`` is its registration time.
+    (Unix s, whole seconds rounded down; 0 once it is retired); ``creation_date`` is its
+    registration time.
     The metadata say what crawlsched knows (``crawlsched.*``: due time, last fetch,
     crawls, changes seen, lease deadline)."""
     extra: Metadata = {
@@ -117,11 +143,16 @@ def url_item(state: UrlState) -> pb.URLItem:
         extra["crawlsched.last_crawl_at"] = [repr(state.last_crawl_at)]
     if state.lease_deadline is not None:
         extra["crawlsched.lease_deadline"] = [repr(state.lease_deadline)]
+    if state.refetch_after is not None:
+        extra["crawlsched.refetch_after"] = [repr(state.refetch_after)]
+    if state.retire_reason is not None:
+        extra["crawlsched.retired"] = [str(state.retire_reason)]
     info = url_info(state.url, state.host, None, extra)
     item = pb.URLItem(ID=state.url, creation_date=_seconds(state.registered_at))
     if state.last_crawl_at is None:
         item.discovered.info.CopyFrom(info)
     else:
         item.known.info.CopyFrom(info)
-        item.known.refetchable_from_date = max(_seconds(state.due_at), 1)
+        if state.retired_at is None:
+            item.known.refetchable_from_date = max(_seconds(state.due_at), 1)
     return item

@@ -23,8 +23,17 @@ from service.grpc import urlfrontier_pb2 as pb
 from service.grpc.auth import admit
 from service.grpc.frontier import Ack, discover, lease, put_known
 from service.grpc.mapping import DEFAULT_CRAWL, url_item
+from service.host_schemas import HostChangeIn
 from service.scheduler.context import Context
-from service.scheduler.queues import all_hosts, crawl_counts, host_state, host_urls, url_states
+from service.scheduler.hosts import change_host, delete_host
+from service.scheduler.queues import (
+    all_hosts,
+    crawl_counts,
+    host_state,
+    host_urls,
+    is_active,
+    url_states,
+)
 from service.schemas import UrlIn
 
 __all__ = ["FrontierServicer"]
@@ -56,6 +65,13 @@ async def _one_crawl(context: Ctx, crawl_id: str) -> None:
             grpc.StatusCode.INVALID_ARGUMENT,
             f"crawlID: crawlsched keeps one crawl; send an empty crawlID or "
             f"{DEFAULT_CRAWL!r}, not {crawl_id[:100]!r}",
+        )
+
+
+async def _need_key(context: Ctx, key: str, call: str) -> None:
+    if not key:
+        await context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT, f"key: {call} needs a queue key (a host)"
         )
 
 
@@ -175,8 +191,13 @@ class FrontierServicer:
                     return pb.Stats(crawlID=DEFAULT_CRAWL)
                 return pb.Stats(
                     size=host.queued,
-                    inProcess=host.urls - host.queued,
-                    counts={"due": host.due, "urls": host.urls},
+                    inProcess=host.in_flight,
+                    counts={
+                        "due": host.due,
+                        "urls": host.urls,
+                        "completed": host.retired,
+                        "active_queues": int(is_active(host, self.ctx.clock.now())),
+                    },
                     numberOfQueues=1,
                     crawlID=DEFAULT_CRAWL,
                 )
@@ -187,8 +208,10 @@ class FrontierServicer:
                 counts={
                     "due": c.due,
                     "urls": c.urls,
+                    "completed": c.retired,
+                    "blocked_queues": c.blocked_hosts,
                     "leases_expired_total": c.leases_expired_total,
-                },  # fmt: skip
+                },
                 numberOfQueues=c.hosts,
                 crawlID=DEFAULT_CRAWL,
             )
@@ -198,10 +221,9 @@ class FrontierServicer:
         await admit(context, self.tokens, Role.READ)
         await _one_crawl(context, request.crawlID)
         async with _answering(context):
-            hosts = await all_hosts(self.ctx)
-            if not request.include_inactive:
-                states = [await host_state(self.ctx, h) for h in hosts]
-                hosts = [h for h, st in zip(hosts, states, strict=True) if st and st.queued]
+            now = self.ctx.clock.now()
+            states = await all_hosts(self.ctx)
+            hosts = [h.host for h in states if request.include_inactive or is_active(h, now)]
             page = hosts[_page(request.start, request.size)]
             return pb.QueueList(
                 values=page, total=len(hosts), start=request.start, size=len(page),
@@ -212,23 +234,43 @@ class FrontierServicer:
     async def DeleteQueue(self, request: pb.QueueWithinCrawlParams, context: Ctx) -> pb.Long:
         await admit(context, self.tokens, Role.ADMIN)
         await _one_crawl(context, request.crawlID)
-        return await _unimplemented(  # type: ignore[no-any-return]
-            context, "DeleteQueue", "the host controls are not in this build yet"
-        )
+        await _need_key(context, request.key, "DeleteQueue")
+        async with _answering(context):
+            try:
+                return pb.Long(value=(await delete_host(self.ctx, request.key)).removed)
+            except NotFound:
+                return pb.Long(value=0)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def BlockQueueUntil(self, request: pb.BlockQueueParams, context: Ctx) -> pb.Empty:
         await admit(context, self.tokens, Role.ADMIN)
         await _one_crawl(context, request.crawlID)
-        return await _unimplemented(  # type: ignore[no-any-return]
-            context, "BlockQueueUntil", "the host controls are not in this build yet"
-        )
+        await _need_key(context, request.key, "BlockQueueUntil")
+        await self._change(context, request.key, "time", blocked_until=float(request.time))
+        return pb.Empty()
 
     async def SetDelay(self, request: pb.QueueDelayParams, context: Ctx) -> pb.Empty:
         await admit(context, self.tokens, Role.ADMIN)
         await _one_crawl(context, request.crawlID)
-        return await _unimplemented(  # type: ignore[no-any-return]
-            context, "SetDelay", "the host controls are not in this build yet"
-        )
+        if not request.key:
+            await _unimplemented(
+                context, "SetDelay without a key (every queue's default)",
+                "set CRAWLSCHED_DEFAULT_CRAWL_DELAY_S",
+            )  # fmt: skip
+        delay = float(request.delay_requestable) or self.ctx.settings.default_crawl_delay_s
+        await self._change(context, request.key, "delay_requestable", crawl_delay_s=delay)
+        return pb.Empty()
+
+    async def _change(self, context: Ctx, host: str, field: str, **change: float) -> None:
+        """Apply a host change (NOT_FOUND for an unknown host; INVALID_ARGUMENT naming
+        ``field`` for a value out of range)."""
+        try:
+            body = HostChangeIn(**change)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{field}: {reason}")
+        async with _answering(context):
+            await change_host(self.ctx, host, body)
 
     async def SetCrawlLimit(self, request: pb.CrawlLimitParams, context: Ctx) -> pb.Empty:
         await admit(context, self.tokens, Role.ADMIN)
@@ -272,7 +314,7 @@ class FrontierServicer:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _urls_of(self, key: str) -> list[pb.URLItem]:
-        hosts = [key] if key else await all_hosts(self.ctx)
+        hosts = [key] if key else [h.host for h in await all_hosts(self.ctx)]
         return [url_item(s) for h in hosts for s in await host_urls(self.ctx, h)]
 
     @staticmethod

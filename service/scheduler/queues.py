@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from service.scheduler.context import Context
-from service.store.base import HostState, UrlState
+from service.scheduler.hosts import MAX_PAGE
+from service.store.base import HostOrder, HostState, UrlState
+from service.store.host_pages import is_blocked
 
 __all__ = [
     "CrawlCounts",
@@ -18,6 +20,7 @@ __all__ = [
     "crawl_counts",
     "host_state",
     "host_urls",
+    "is_active",
     "signature_changes",
     "url_states",
 ]
@@ -27,18 +30,23 @@ __all__ = [
 class CrawlCounts:
     """Counts of the whole frontier (URLFrontier's ``GetStats`` without a key)."""
 
-    urls: int  # registered
+    urls: int  # registered and not retired
     leased: int  # under an active lease
     due: int  # unleased and due now
     hosts: int
     leases_expired_total: int
+    retired: int  # URLs that will not be fetched again unless signalled or registered
+    blocked_hosts: int  # hosts blocked or paused now
 
 
 async def crawl_counts(ctx: Context) -> CrawlCounts:
     """Counts of the whole frontier at the store's clock (expired leases reclaimed
     first)."""
     st = await ctx.store.stats(ctx.clock, 0)
-    return CrawlCounts(st.urls, st.leases_active, st.due_backlog, st.hosts, st.leases_expired_total)
+    return CrawlCounts(
+        st.urls, st.leases_active, st.due_backlog, st.hosts, st.leases_expired_total,
+        st.retired, st.blocked_hosts,
+    )  # fmt: skip
 
 
 async def host_state(ctx: Context, host: str) -> HostState | None:
@@ -46,10 +54,22 @@ async def host_state(ctx: Context, host: str) -> HostState | None:
     return await ctx.store.get_host(host, ctx.clock.now())
 
 
-async def all_hosts(ctx: Context) -> list[str]:
-    """Every host of the frontier, by name (code point order)."""
-    stats = await ctx.store.stats(ctx.clock, 1 << 30)
-    return sorted(h.host for h in stats.top_hosts)
+async def all_hosts(ctx: Context) -> list[HostState]:
+    """Every host of the frontier, by name (code point order), at the clock's now."""
+    now = ctx.clock.now()
+    states: list[HostState] = []
+    cursor: str | None = None
+    while True:
+        page = await ctx.store.list_hosts(now, HostOrder.DUE, MAX_PAGE, cursor)
+        states += page.hosts
+        if page.cursor is None:
+            return sorted(states, key=lambda h: h.host)
+        cursor = page.cursor
+
+
+def is_active(host: HostState, now: float) -> bool:
+    """URLFrontier's active queue: URLs waiting, neither paused nor blocked at ``now``."""
+    return host.queued > 0 and not is_blocked(host, now)
 
 
 async def host_urls(ctx: Context, host: str) -> list[UrlState]:
