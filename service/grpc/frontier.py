@@ -43,9 +43,12 @@ class Ack(enum.IntEnum):
     FAIL = pb.AckMessage.FAIL
 
 
-async def lease(ctx: Context, max_queues: int, delay_requestable_s: int) -> list[pb.URLInfo]:
+async def lease(
+    ctx: Context, max_queues: int, delay_requestable_s: int, key: str = ""
+) -> list[pb.URLInfo]:
     """URLs to fetch now, one per queue (host) at most, from at most ``max_queues``
-    queues (0: up to ``max_next``), each under a lease of ``delay_requestable_s``
+    queues (0: up to ``max_next``), or from the queue ``key`` alone (a host; "" any),
+    each under a lease of ``delay_requestable_s``
     seconds (0: the ``lease_ttl_s`` setting); the lease id travels in the metadata
     (:data:`~service.grpc.mapping.LEASE_KEY`).
 
@@ -57,7 +60,7 @@ async def lease(ctx: Context, max_queues: int, delay_requestable_s: int) -> list
     s = ctx.settings
     n = min(max_queues or s.max_next, s.max_next)
     ttl = float(delay_requestable_s) if delay_requestable_s > 0 else s.lease_ttl_s
-    cols = (await dispatch(ctx, n, lease_ttl_s=ttl)).leases
+    cols = (await dispatch(ctx, n, lease_ttl_s=ttl, host=key or None)).leases
     return [
         url_info(url, host, lease_id)
         for url, host, lease_id in zip(cols.urls, cols.hosts, cols.lease_ids, strict=True)

@@ -123,14 +123,12 @@ class FrontierServicer:
         await admit(context, self.tokens, Role.WORKER)
         if request.WhichOneof("item") == "crawlID":
             await _one_crawl(context, request.crawlID)
-        if request.key:
-            await _unimplemented(
-                context, "GetURLs with a key", "leave key empty (URLs of any queue)"
-            )
         if not self.active:
             return
         async with _answering(context):
-            infos = await lease(self.ctx, request.max_queues, request.delay_requestable)
+            infos = await lease(
+                self.ctx, request.max_queues, request.delay_requestable, request.key
+            )
         for info in infos:
             yield info
 

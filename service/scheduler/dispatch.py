@@ -22,7 +22,9 @@ class Dispatched(NamedTuple):
     values: FloatArray
 
 
-async def dispatch(ctx: Context, n: int, *, lease_ttl_s: float | None = None) -> Dispatched:
+async def dispatch(
+    ctx: Context, n: int, *, lease_ttl_s: float | None = None, host: str | None = None
+) -> Dispatched:
     """Lease up to ``n`` URLs of highest crawl value, within every host's politeness.
 
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
@@ -33,7 +35,8 @@ async def dispatch(ctx: Context, n: int, *, lease_ttl_s: float | None = None) ->
     (their value is below any threshold by construction).  The leases come as
     columns and the values are computed on them (no per-URL state object).
     ``lease_ttl_s``: how long the leases last, s (default: the ``lease_ttl_s`` setting;
-    URLFrontier's ``delay_requestable``).
+    URLFrontier's ``delay_requestable``).  ``host``: from that host alone (at most one
+    URL: a host gives one per dispatch; URLFrontier's queue ``key``).
 
     Raises
     ------
@@ -47,7 +50,10 @@ async def dispatch(ctx: Context, n: int, *, lease_ttl_s: float | None = None) ->
     if not 0 < ttl < math.inf:
         raise InvalidInput(("lease_ttl_s",), "must be a positive number of seconds")
     # the store reads the clock when it decides (Redis: its own TIME)
-    cols = await ctx.store.lease_columns(ctx.clock, n, ttl, s.dispatch_ahead)
+    if host is None:
+        cols = await ctx.store.lease_columns(ctx.clock, n, ttl, s.dispatch_ahead)
+    else:
+        cols = await ctx.store.lease_host(ctx.clock, host, ttl, s.dispatch_ahead)
     values = values_of_columns(cols.state, cols.now, s.value_terms)
     logs = [math.log(v) if v > 0 else -math.inf for v in values.tolist()]
     counted = (~due_by_revisit_cap(cols.state, s.max_revisit_s)).tolist()

@@ -522,6 +522,13 @@ class Store(Protocol):
         (:class:`~service.store.columns.LeaseColumns`), the path ``GET /next`` takes."""
         ...
 
+    async def lease_host(
+        self, now: TimeSource, host: str, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """:meth:`lease_columns` from one host alone: at most one URL (a host gives one
+        per call), none if the host is unknown, not ready, blocked, paused or full."""
+        ...
+
     async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
         """Status, URL and issue time of each lease id."""
         ...

@@ -114,7 +114,25 @@ class MemoryDispatch(MemoryBase):
     ) -> LeaseColumns:
         """The leases as columns, built straight from the URL records (no snapshot)."""
         t = read_time(now)
-        rows = self._lease(t, n, lease_ttl_s, dispatch_ahead)
+        return self._columns(t, self._lease(t, n, lease_ttl_s, dispatch_ahead), lease_ttl_s)
+
+    async def lease_host(
+        self, now: TimeSource, host: str, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        t = read_time(now)
+        self._reclaim(t)
+        self._lease_nonce = secrets.token_hex(8)
+        h = self._hosts.get(host)
+        rows: list[_Row] = []
+        if h is not None and h.ready_key is not None:  # paused and full hosts have none
+            readiness = h.ready_key[0]
+            opened = h.gate_at <= t and (h.blocked_until or -math.inf) <= t
+            if readiness <= t or (dispatch_ahead and opened):
+                row = self._lease_one(h, t, lease_ttl_s)
+                rows = [] if row is None else [row]
+        return self._columns(t, rows, lease_ttl_s)
+
+    def _columns(self, t: float, rows: list[_Row], lease_ttl_s: float) -> LeaseColumns:
         nan = math.nan
         state = np.array(
             [

@@ -17,7 +17,7 @@ import httpx
 import pytest
 import redis
 
-from service.app import create_app
+from service.app import control_rules, create_app
 from service.clock import ManualClock
 from service.grpc import urlfrontier_pb2_grpc
 from service.settings import Settings
@@ -62,6 +62,7 @@ async def _store(kind: str, settings: Settings, server: LocalRedis | None) -> St
         "default_crawl_delay_s": settings.default_crawl_delay_s,
         "max_revisit_s": settings.max_revisit_s,
         "lease_history": settings.lease_history,
+        "controls": control_rules(settings),  # as the app builds its own store
     }
     if kind == "memory":
         return MemoryStore(**options)

@@ -107,9 +107,15 @@ async def test_unimplemented_calls_say_so(serve: Serve, call: str, request_: Any
         assert call in (err.value.details() or "")
 
 
-async def test_get_urls_of_one_queue_is_unimplemented_and_says_so(serve: Serve) -> None:
+async def test_get_urls_with_a_key_leases_from_that_queue_alone(serve: Serve) -> None:
     async with serve() as f:
-        with pytest.raises(grpc.aio.AioRpcError) as err:
-            await get(f.stub, key="h0.example")
-        assert err.value.code() is grpc.StatusCode.UNIMPLEMENTED
-        assert "key" in (err.value.details() or "")
+        await put(f.stub, [discovered(u) for u in URLS])
+        got = await get(f.stub, key="h1.example", delay_requestable=30)
+        assert [(i.url, i.key) for i in got] == [(URLS[4], "h1.example")]
+        assert await get(f.stub, key="h1.example") == []  # one lease out: its cap
+        assert await get(f.stub, key="nowhere.example") == []
+        await put(f.stub, [known(got[0])])
+        assert await get(f.stub, key="h1.example") == []  # its crawl delay holds it
+        f.clock.advance(1.0)
+        assert [i.url for i in await get(f.stub, key="h1.example")] == [URLS[5]]
+        assert (await f.stub.GetStats(pb.QueueWithinCrawlParams(key="h1.example"))).inProcess == 1

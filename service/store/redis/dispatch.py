@@ -98,16 +98,19 @@ class RedisDispatch(RedisMultipliers):
         shards: Sequence[int],
         head: tuple[str, str, int, int, str, str],
         observations: Sequence[DispatchObservation] | None = None,
+        only: str = "",
     ) -> Call:
         """``lease.lua`` over ``shards`` of ``node``; with ``observations`` (a single
-        node), the multiplier key too, and the buffered dispatch observations."""
+        node), the multiplier key too, and the buffered dispatch observations; with
+        ``only``, from that host alone (``shards`` is its shard)."""
         clock, mode, cap, ahead, ttl, nonce = head
         # a cluster routes by the declared keys: one shard's; the others as arguments
         declared = len(shards) if node is None else 1
         keys: list[bytes | str] = [k for s in shards[:declared] for k in self._script_keys[s]]
         args: list[bytes | str | int] = [
             clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
-            len(shards) - declared, *(k for s in shards[declared:] for k in self._script_keys[s]),
+            len(shards) - declared, only,
+            *(k for s in shards[declared:] for k in self._script_keys[s]),
         ]  # fmt: skip
         if observations is not None:
             keys.append(self._global.multiplier)
@@ -142,6 +145,22 @@ class RedisDispatch(RedisMultipliers):
         """:meth:`_lease_columns`; calls that arrive while one is in flight go out
         together as the next (:class:`~service.store.coalesce.LeaseCoalescer`)."""
         return await self._coalescer(now, n, lease_ttl_s, dispatch_ahead)
+
+    @unavailable
+    async def lease_host(
+        self, now: TimeSource, host: str, lease_ttl_s: float, dispatch_ahead: bool
+    ) -> LeaseColumns:
+        """One ``lease.lua`` call on the host's shard alone, from that host alone."""
+        clock, nonce = clock_arg(now), secrets.token_hex(4)
+        shard = self._shard(host)
+        node = None
+        if isinstance(self.client, RedisCluster):
+            node = self.client.get_node_from_key(self._keys[shard].hosts)
+        head = (clock, "lease", 1, 1 if dispatch_ahead else 0, repr(lease_ttl_s), nonce)
+        (raw,) = await self._run([self._lease_call(node, [shard], head, only=host)])
+        answer = self._decode(raw, [shard], nonce)
+        lam0 = (await self._recent_lambda0()).value
+        return self._columns([answer], answer.now, lam0)
 
     async def _lease_columns(
         self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool

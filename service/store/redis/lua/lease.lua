@@ -23,8 +23,9 @@
 -- 'plan'; ARGV[3] cap, most hosts in all; ARGV[4] k_ahead, most of them not yet due;
 -- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
--- gate; ARGV[9] S, shards in the call; ARGV[10] U; then the 9 keys of each of the last
--- U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
+-- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
+-- ('' = any; then the call holds that host's shard alone); then the 9 keys of each of
+-- the last U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
 -- values ln V of ungated dispatches (for λ₀; only with the multiplier key), then per
 -- dispatch observation three values: shard index (1..S), host, ln V ('' = ln λ₀ after
 -- the fold).
@@ -37,8 +38,9 @@ local U = num(ARGV[10])
 local deadline = now + ttl
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
-for i = 1, 9 * U do SHARD_KEYS[9 * (S - U) + i] = ARGV[10 + i] end
-local A = 10 + 9 * U  -- ARGV[A + 1] is the window
+local only = ARGV[11]
+for i = 1, 9 * U do SHARD_KEYS[9 * (S - U) + i] = ARGV[11 + i] end
+local A = 11 + 9 * U  -- ARGV[A + 1] is the window
 local K_MULT = KEYS[9 * (S - U) + 1]
 K_ONCE = nil
 
@@ -157,9 +159,29 @@ local function merge(due, k)
   return out
 end
 
-local due = merge(true, cap)
-local open = {}
-if k_ahead > 0 then open = merge(false, math.min(k_ahead, cap - #due)) end
+-- The one host `only` (its shard is the call's only one), as merge would list it.
+local function only_host()
+  use_shard(SHARD_KEYS, 1)
+  local score = redis.call('ZSCORE', K_READY, only)
+  if not score or cap < 1 then return {}, {} end
+  score = num(score)
+  if score <= now then return {{score, only, nil, 1}}, {} end
+  if k_ahead < 1 then return {}, {} end
+  local rec = redis.call('HGET', K_HOSTS, only)
+  local h = unpack_host_rec(rec)
+  if h.gate <= now and not (h.blocked > now) and host_ready(h, -INF) then
+    return {}, {{score, only, rec, 1}}
+  end
+  return {}, {}
+end
+
+local due, open
+if only ~= '' then
+  due, open = only_host()
+else
+  due, open = merge(true, cap), {}
+  if k_ahead > 0 then open = merge(false, math.min(k_ahead, cap - #due)) end
+end
 
 if mode == 'plan' then
   local a, b = {}, {}
