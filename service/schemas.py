@@ -409,10 +409,10 @@ class HostOut(BaseModel):
     block_reason: str | None = Field(None, description="`back_off` or `operator`")
     consecutive_failures: int = Field(0, description="429/5xx/0 answers in a row")
     retired: int = Field(0, description="retired URLs (not in `urls`)")
-    rate_limit_per_s: float = Field(
-        description="fetches per second the host allows: max_in_flight / crawl_delay_s "
-        "(the per-host limit of the optimisation)",
-        default=0.0,
+    rate_limit_per_s: float | None = Field(
+        None,
+        description="fetch starts per second the host allows, 1 / crawl_delay_s (the "
+        "per-host limit of the optimisation); null: no limit (crawl delay 0 or next to it)",
     )
     why: str = Field("", description="in a sentence: whether the host gives out URLs now")
 

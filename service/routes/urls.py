@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from service.auth import ReadCaller, Role, require
 from service.deps import CtxDep, IdempotencyKeyHeader
@@ -15,6 +16,16 @@ from service.schemas import HostOut, RegisterOut, RemoveOut, UrlExplanation, Url
 from service.urls import canonical_url
 
 router = APIRouter(tags=["frontier"])
+
+
+class _UrlConvertor(PathConvertor):
+    """A URL in the path, but not ``purge`` (``POST /urls/purge`` is its own route; no
+    registered URL can be spelled ``purge``, so ``GET /urls/purge`` is not a URL's)."""
+
+    regex = r"(?!purge$).*"
+
+
+register_url_convertor("url", _UrlConvertor())
 
 #: OpenAPI link: a URL just registered can be explained (clients and fuzzers follow it).
 _EXPLAIN_REGISTERED = {
@@ -55,7 +66,7 @@ async def remove_urls(body: UrlsRemoveIn, ctx: CtxDep) -> RemoveOut:
 
 
 @router.get(
-    "/urls/{url:path}",
+    "/urls/{url:url}",
     response_model=UrlExplanation,
     responses=documented(401, 403, 404, 408, 413, 422, 503),
 )

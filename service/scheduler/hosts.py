@@ -75,7 +75,7 @@ def host_out(h: HostState, now: float, group: GroupStats | None = None) -> HostO
         block_reason=None if h.block_reason is None else str(h.block_reason),
         consecutive_failures=h.consecutive_failures,
         retired=h.retired,
-        rate_limit_per_s=1.0 / h.crawl_delay_s if h.crawl_delay_s > 0 else math.inf,
+        rate_limit_per_s=_finite(1.0 / h.crawl_delay_s) if h.crawl_delay_s > 0 else None,
         why=why(h, now),
     )
 

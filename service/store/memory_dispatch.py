@@ -177,34 +177,49 @@ class MemoryDispatch(MemoryBase):
         )
 
     def _lease(self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool) -> list[_Row]:
+        """Up to ``n`` hosts give one URL each: due ones first, then (``dispatch_ahead``)
+        open ones.  A host whose head is held back (minimum revisit, refetch_after) counts
+        among the ``n`` and gives nothing in this call, as in the Redis store's lease.lua."""
         self._reclaim(now)
         grants: list[_Row] = []
+        held: list[Host] = []
+        tried = 0
         self._lease_nonce = secrets.token_hex(8)
         # the shards' heads in a heap: only the shard leased from changes its head
         heads = [(*s.ready[0], k) for k, s in enumerate(self._shards) if s.ready]
         heapq.heapify(heads)
-        while len(grants) < n and heads:
+        while tried < n and heads:
             readiness, name, k = heads[0]
             if readiness > now:
                 break
-            row = self._lease_one(self._hosts[name], now, lease_ttl_s)
-            if row is not None:
-                grants.append(row)
+            tried += 1
+            self._try(self._hosts[name], now, lease_ttl_s, grants, held)
             ready = self._shards[k].ready
             if ready:
                 heapq.heapreplace(heads, (*ready[0], k))
             else:
                 heapq.heappop(heads)
-        while dispatch_ahead and len(grants) < n:
+        if dispatch_ahead and tried < n:
             # below threshold: not-yet-due URLs of open hosts, earliest due first
-            hosts = list(islice(self._ready_hosts(now), n - len(grants)))
-            if not hosts:
-                break
-            rows = [r for h in hosts if (r := self._lease_one(h, now, lease_ttl_s)) is not None]
-            if not rows:
-                break  # the heads of the open hosts are held back (minimum revisit)
-            grants.extend(rows)
+            for h in list(islice(self._ready_hosts(now), n - tried)):
+                self._try(h, now, lease_ttl_s, grants, held)
+        for h in held:
+            self._refresh(h)  # back in its ready set, for the next call
         return grants
+
+    def _try(
+        self, host: Host, now: float, ttl_s: float, grants: list[_Row], held: list[Host]
+    ) -> None:
+        """Lease the head of ``host`` into ``grants``, or hold the host out of its ready
+        set for the rest of this call (into ``held``) when its head is held back."""
+        row = self._lease_one(host, now, ttl_s)
+        if row is not None:
+            grants.append(row)
+            return
+        if host.ready_key is not None:
+            self._shards[host.shard].ready.remove(host.ready_key)
+            host.ready_key = None
+        held.append(host)
 
     async def lease_status(self, lease_ids: Sequence[str]) -> list[LeaseInfo]:
         out = []

@@ -20,10 +20,13 @@ from service.scheduler.dispatch import dispatch
 from service.settings import Settings
 from service.store.base import (
     ClickEvent,
+    ControlRules,
     CrawlOutcome,
+    HostChange,
     IdempotencyKey,
     LeaseGrant,
     Observations,
+    RetireReason,
     ScoredParams,
     SignalEvent,
     Store,
@@ -270,3 +273,111 @@ async def test_dispatch_observations_fold_the_same(server: LocalRedis) -> None:
     assert found[0][1] == found[1][1] > 0
     assert found[0][0] == pytest.approx(found[1][0], rel=1e-12)
     assert found[0][2] == pytest.approx(found[1][2], rel=1e-12)
+
+
+def _control_view(state: UrlState | None) -> tuple[object, ...] | None:
+    """A URL's state with what the frontier controls keep of it."""
+    if state is None:
+        return None
+    return (
+        *(_view(state) or ()), state.retired_at, state.retire_reason, state.gone_count,
+        state.refetch_after,
+    )  # fmt: skip
+
+
+#: Statuses of the controlled stream, 200 the most frequent.
+_STATUSES = [200, 200, 200, 200, 304, 429, 503, 500, 0, 404, 404, 410, 301]
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23, 24])
+async def test_same_controls_same_decisions(server: LocalRedis, seed: int) -> None:
+    """Back-offs (429, 5xx, 0, with and without Retry-After), 404/410 retirement,
+    redirects, refetch_after, pauses, operator blocks, in-flight caps and crawl delays
+    changed on the way, re-registration, and the minimum revisit interval: the two stores
+    give the same leases (and gating), URL states and host states."""
+    rng = np.random.default_rng(seed)
+    controls = ControlRules(min_revisit_s=30.0, backoff_base_s=20.0, max_block_s=600.0,
+                            gone_after=3, max_in_flight=2)  # fmt: skip
+    options = {**OPTIONS, "controls": controls}
+    records = _records(rng)
+    urls = [r.url for r in records]
+    hosts = sorted({r.host for r in records})
+    memory = MemoryStore(**options)  # type: ignore[arg-type]
+    redis_store = await RedisStore.connect(server.url, prefix=f"ctl{seed}", **options)
+    stores: list[Store] = [memory, redis_store]
+    try:
+        for s in stores:
+            await s.upsert_urls(records, T0)
+        now = T0
+        open_leases: list[tuple[LeaseGrant, LeaseGrant]] = []
+        retired = 0
+        for _ in range(80):
+            now += float(rng.exponential(15.0))
+            if rng.random() < 0.15:  # an operator's change
+                host = hosts[int(rng.integers(len(hosts)))]
+                change = [
+                    HostChange(paused=bool(rng.random() < 0.5)),
+                    HostChange(
+                        blocked_until=[0.0, now + float(rng.random() * 200)][int(rng.integers(2))]
+                    ),
+                    HostChange(max_in_flight=int(rng.integers(1, 4))),
+                    HostChange(crawl_delay_s=float(rng.choice([0.5, 5.0, 30.0]))),
+                ][int(rng.integers(4))]
+                answers = [await s.change_host(host, change, now) for s in stores]
+                assert answers[0] == answers[1]
+            if rng.random() < 0.05:  # re-registration brings retired URLs back
+                again = [r for r in records if rng.random() < 0.3]
+                for s in stores:
+                    await s.upsert_urls(again, now)
+            if rng.random() < 0.1:
+                picked = [urls[i] for i in rng.integers(len(urls), size=2)]
+                signals = [SignalEvent(u, now) for u in picked]
+                got = [await s.record_signals(signals, 5.0, DECAY_S) for s in stores]
+                assert got[0] == got[1]
+            n, ahead = int(rng.integers(1, 10)), bool(rng.random() < 0.6)
+            grants = [(await s.lease_next(now, n, 120.0, ahead)).grants for s in stores]
+            assert _leased(grants[0]) == _leased(grants[1])
+            open_leases += list(zip(grants[0], grants[1], strict=True))
+            rng.shuffle(open_leases)  # type: ignore[arg-type]
+            settle, open_leases = open_leases[:4], open_leases[4:]
+            plan = []
+            for _pair in settle:
+                status = int(rng.choice(_STATUSES))
+                retry_after = float(rng.choice([5.0, 90.0, 1e5])) if rng.random() < 0.3 else None
+                refetch = now + float(rng.random() * 100) if rng.random() < 0.1 else None
+                retire = (
+                    RetireReason.REDIRECT
+                    if status == 301
+                    else RetireReason.DONE
+                    if rng.random() < 0.02
+                    else None
+                )
+                plan.append((status, retry_after, refetch, retire))
+            for k, s in enumerate(stores):
+                outcomes = [
+                    CrawlOutcome(
+                        pair[k].state.url,
+                        pair[k].lease_id,
+                        now,
+                        200 <= st < 400,
+                        (True if 200 <= st < 300 else None),
+                        status=st,
+                        retry_after_s=ra,
+                        refetch_after=rf,
+                        retire=rt,
+                    )  # fmt: skip
+                    for pair, (st, ra, rf, rt) in zip(settle, plan, strict=True)
+                ]
+                await s.settle(outcomes, 60.0, 5.0, WINDOW)
+            states = [await s.get_urls(urls) for s in stores]
+            assert [_control_view(x) for x in states[0]] == [_control_view(x) for x in states[1]]
+            views = [[await s.get_host(h, now) for h in hosts] for s in stores]
+            assert views[0] == views[1]
+            retired = max(retired, sum(1 for x in states[0] if x and x.retired_at is not None))
+        stats = [await s.stats(now, 0) for s in stores]
+        assert (stats[0].urls, stats[0].retired, stats[0].blocked_hosts, stats[0].due_backlog) == (
+            stats[1].urls, stats[1].retired, stats[1].blocked_hosts, stats[1].due_backlog,
+        )  # fmt: skip
+        assert retired > 0  # the stream retired some URLs
+    finally:
+        await redis_store.close()

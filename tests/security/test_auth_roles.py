@@ -122,6 +122,10 @@ def _request(route: str, lease: dict[str, Any]) -> tuple[str, str, dict[str, Any
         "GET /urls/{url}": ("GET", f"/urls/{URL}", None),
         "GET /hosts/{host}": ("GET", "/hosts/a.example", None),
         "GET /metrics": ("GET", "/metrics", None),
+        "GET /hosts": ("GET", "/hosts", None),
+        "PATCH /hosts/{host}": ("PATCH", "/hosts/a.example", {"paused": True}),
+        "DELETE /hosts/{host}": ("DELETE", "/hosts/a.example", None),
+        "POST /urls/purge": ("POST", f"/urls/purge?retired_before={now + 1e6}", None),
     }
     return bodies[route]
 
@@ -137,6 +141,10 @@ ADMITS = {
     "GET /urls/{url}": {"admin", "read"},
     "GET /hosts/{host}": {"admin", "read"},
     "GET /metrics": {"admin", "read"},
+    "GET /hosts": {"admin"},
+    "PATCH /hosts/{host}": {"admin"},
+    "DELETE /hosts/{host}": {"admin"},
+    "POST /urls/purge": {"admin"},
 }
 
 

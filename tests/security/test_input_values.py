@@ -196,10 +196,11 @@ def test_values_at_the_edges_of_the_bounds_are_accepted_and_stay_finite(
         [0.0, 1e-100, 1e6],
         [True, False],
     )
+    # crawled at the earliest or exactly the minimum revisit interval (60 s) ago
     urls = [
         {"url": f"https://h{i}.example/p", "weight": w, "change_rate": d, "recall": r,
          "false_signal_rate": nu, "fixed": fixed, "crawl_delay_s": [5e-324, 86_400.0][i % 2],
-         "last_crawled_at": [0.0, T0][i % 2]}
+         "last_crawled_at": [0.0, T0 - 60.0][i % 2]}
         for i, (w, d, r, nu, fixed) in enumerate(corners)
     ]  # fmt: skip
     status, answer = conn.call("POST", "/urls", json.dumps({"urls": urls}).encode())
