@@ -168,7 +168,6 @@ async def test_purge_deletes_retired_urls(store_api: httpx.AsyncClient, clock: M
 @pytest.mark.parametrize(
     ("method", "path", "kw", "field"),
     [
-        ("patch", "/hosts/a.example", {"json": {}}, "body"),
         ("patch", "/hosts/a.example", {"json": {"crawl_delay_s": -1}}, "crawl_delay_s"),
         ("patch", "/hosts/a.example", {"json": {"max_in_flight": 0}}, "max_in_flight"),
         ("patch", "/hosts/a.example", {"json": {"paused": "yes"}}, "paused"),
