@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from service import examples
-from service.schemas import MAX_CRAWL_DELAY_S, MAX_TIMESTAMP, HostOut, _In
+from service.schemas import MAX_CRAWL_DELAY_S, MAX_TIMESTAMP, HostOut, _In, _whole
 
 __all__ = ["HostChangeIn", "HostDeletedOut", "HostsOut", "PurgeOut"]
 
@@ -33,6 +33,7 @@ class HostChangeIn(_In):
     max_in_flight: Annotated[
         int | None,
         Field(None, ge=1, le=MAX_IN_FLIGHT, description="concurrent leases (default 1)"),
+        BeforeValidator(_whole),  # JSON Schema's integers include 2.0
     ]
     blocked_until: Annotated[
         float | None,
