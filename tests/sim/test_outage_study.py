@@ -14,9 +14,10 @@ from scheduler_core.sim.evaluate import (
     schedule_freshness,
     subset_freshness,
 )
-from scheduler_core.sim.simulator import simulate
+from scheduler_core.sim.simulator import problem_of, simulate
 from service.cli import main
 from service.outage_study import outage_study, with_outages
+from service.scheduler.hosts import host_out
 from service.simulation import ServicePolicy
 
 
@@ -74,3 +75,20 @@ def test_outage_study_and_the_command(capsys: pytest.CaptureFixture[str]) -> Non
     main(["simulate", "-p", "crawlsched", "--no-progress", "--seed", "3",
           "--outage-share", "0.2", "--outage-days", "2", "--crawls-per-step", "20"])  # fmt: skip
     assert "Outages: on the hosts that stay up" in capsys.readouterr().out
+
+
+def test_host_rate_limit_is_the_optimums_per_host_limit() -> None:
+    """The rate limit a host shows (1 / crawl delay) is the k_h that the host-constrained
+    optimum (scheduler_core.host_optimum) is solved with, for every host of the world."""
+    w = world(crawl_delay_s=Dist.of("uniform", low=3_600.0, high=86_400.0))
+    problem = problem_of(w, host_limits=True)
+    policy = ServicePolicy(params="oracle")
+    policy.start(problem)
+    ctx = policy.context
+    for h, name in enumerate(problem.hosts):
+        state = policy._run(ctx.store.get_host(name, 0.0))
+        assert state is not None
+        view = host_out(state, 0.0)
+        assert view.rate_limit_per_s == pytest.approx(problem.host_limit_per_s[h], rel=1e-12)
+        assert view.max_in_flight == 1
+    policy.finish()
