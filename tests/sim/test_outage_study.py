@@ -72,7 +72,7 @@ def test_outage_study_and_the_command(capsys: pytest.CaptureFixture[str]) -> Non
     # the hosts that stay up lose little: within 3 standard errors of 1%
     tolerance = 0.01 * study.without_outages + 3 * max(study.stderr_with, study.stderr_without)
     assert study.with_outages >= study.without_outages - tolerance
-    main(["simulate", "-p", "crawlsched", "--no-progress", "--seed", "3",
+    main(["simulate", "-p", "crawlsched", "--no-progress", "--world", "bench/worlds/outages.toml",
           "--outage-share", "0.2", "--outage-days", "2", "--crawls-per-step", "20"])  # fmt: skip
     assert "Outages: on the hosts that stay up" in capsys.readouterr().out
 
