@@ -66,10 +66,13 @@ async def _run(store: RedisStore, script: str, *args: object) -> object:
 
 
 async def test_prepare_writes_the_controls_every_script_reads(
-    store: RedisStore, raw: redis.Redis
+    server: LocalRedis, store: RedisStore, raw: redis.Redis
 ) -> None:
     for n in range(SHARDS):
         assert raw.hmget(ShardKeys(n).meta, "min_revisit", "max_in_flight") == [b"60.0", b"1"]
+    bare = await RedisStore.connect(server.url, shards=SHARDS)
+    await bare.close()  # a tool connecting without rules changes none of the service's
+    assert raw.hmget(ShardKeys(0).meta, "min_revisit", "max_in_flight") == [b"60.0", b"1"]
 
 
 async def test_host_ctl_sets_and_repeats_safely(store: RedisStore, raw: redis.Redis) -> None:
