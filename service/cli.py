@@ -31,6 +31,7 @@ from service.loadgen.worldfile import (
     write_trace,
 )
 from service.logs import LogFormat, LogLevel, logging_config, setup_logging
+from service.outage_study import outage_study, with_outages
 from service.progress import policy_progress
 from service.serving import check_bind, check_tls
 from service.settings import check_environment, get_settings
@@ -391,6 +392,19 @@ def simulate_cmd(
     ] = True,
     trace_out: TraceOutOpt = None,
     trace_in: TraceInOpt = None,
+    outage_share: Annotated[
+        float | None,
+        typer.Option(
+            "--outage-share",
+            min=0,
+            max=1,
+            help="share of hosts that answer no fetch for a while (the world's outage_share); "
+            "> 0 also compares crawlsched's freshness on the other hosts with and without",
+        ),
+    ] = None,
+    outage_days: Annotated[
+        float | None, typer.Option("--outage-days", min=0, help="length of each outage, days")
+    ] = None,
 ) -> None:
     """Run policies in process on a simulated world (or a recorded trace) and compare
     them with the optimum."""
@@ -405,6 +419,8 @@ def simulate_cmd(
 
         prepare_report_dir(report_dir)  # before the run: a missing matplotlib fails now
     w = _world(world, seed, no_signals, trace_in, trace_out)
+    if outage_share is not None or outage_days is not None:
+        w = with_outages(w, outage_share, outage_days)
     names = policy or ["crawlsched", "greedy", "greedy-ncis"]
     record = SimulationRecord() if report_dir is not None else None
     with policy_progress(names, console, show=progress) as advance:
@@ -423,6 +439,13 @@ def simulate_cmd(
             record=record,
         )
     report.print(Console())
+    if w.outages is not None and w.outages.hosts_down_ever and "crawlsched" in names:
+        study = outage_study(
+            w, seed=w.seed, crawls_per_step=crawls_per_step, host_limits=host_limits,
+            bandwidth=_bandwidth(bandwidth), signal_discard_s=signal_discard_s,
+            rescore_every_s=rescore_every_s, params=params.value,
+        )  # fmt: skip
+        Console().print(f"Outages: {study.sentence()}.")
     if json_path is not None:
         report.write_json(json_path)
         console.print(f"report written to {json_path}")

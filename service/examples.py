@@ -186,7 +186,7 @@ HOST_OUT: dict[str, Any] = {
     "why": "blocked until 2023-11-14T23:13:20Z (back-off after 1 failure in a row)",
 }
 HOST_CHANGE_IN: dict[str, Any] = {"crawl_delay_s": 5.0, "max_in_flight": 2, "paused": False}
-HOSTS_OUT: dict[str, Any] = {"hosts": [HOST_OUT], "cursor": None}
+HOSTS_OUT: dict[str, Any] = {"hosts": [HOST_OUT], "cursor": "100"}
 HOST_DELETED_OUT: dict[str, Any] = {"host": "shop.example", "removed": 1}
 PURGE_OUT: dict[str, Any] = {"removed": 12}
 HEALTH_OUT: dict[str, Any] = {

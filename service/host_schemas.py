@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from service import examples
-from service.schemas import MAX_CRAWL_DELAY_S, MAX_TIMESTAMP, HostOut, _In
+from service.schemas import MAX_CRAWL_DELAY_S, MAX_TIMESTAMP, HostOut, _In, _whole
 
 __all__ = ["HostChangeIn", "HostDeletedOut", "HostsOut", "PurgeOut"]
 
@@ -18,7 +18,8 @@ MAX_IN_FLIGHT = 65_535
 
 
 class HostChangeIn(_In):
-    """An operator's change to a host; fields left out stay as they are."""
+    """An operator's change to a host; fields left out (or null) stay as they are (an
+    empty change answers the host as it is)."""
 
     model_config = ConfigDict(json_schema_extra={"examples": [examples.HOST_CHANGE_IN]})
 
@@ -32,6 +33,7 @@ class HostChangeIn(_In):
     max_in_flight: Annotated[
         int | None,
         Field(None, ge=1, le=MAX_IN_FLIGHT, description="concurrent leases (default 1)"),
+        BeforeValidator(_whole),  # JSON Schema's integers include 2.0
     ]
     blocked_until: Annotated[
         float | None,
@@ -42,17 +44,6 @@ class HostChangeIn(_In):
         ),
     ]  # fmt: skip
     paused: bool | None = Field(None, description="true: out of /next until false")
-
-    @model_validator(mode="after")
-    def _something(self) -> HostChangeIn:
-        if all(
-            v is None
-            for v in (self.crawl_delay_s, self.max_in_flight, self.blocked_until, self.paused)
-        ):
-            raise ValueError(
-                "give at least one of crawl_delay_s, max_in_flight, blocked_until, paused"
-            )
-        return self
 
 
 class HostsOut(BaseModel):

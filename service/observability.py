@@ -9,7 +9,7 @@ authentication gate's 401s too).  For each HTTP request it
   echoes it in the response's ``X-Request-ID``;
 - observes the wall time to the end of the response in
   ``crawlsched_http_request_duration_seconds``, labelled by the route's template
-  (``/urls/{url:path}``, never the raw path: one series per route), the method
+  (``/urls/{url:url}``, never the raw path: one series per route), the method
   and the status class (``2xx`` ...); requests no route matches count as
   ``unmatched``;
 - logs ``request`` at INFO with method, route, path (no query string), status and

@@ -26,6 +26,7 @@ __all__ = [
     "round_robin_freshness",
     "round_robin_schedule",
     "schedule_freshness",
+    "subset_freshness",
 ]
 
 # Tie order of the merged (url, time) sequence: a change at the time of a crawl
@@ -162,6 +163,58 @@ def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> 
     last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
     fresh = int(np.count_nonzero(tie[last_reset[~resets]] == _BY_CRAWL))
     return fresh, int(click_pos.size)
+
+
+def subset_freshness(
+    world: World, crawl_url: ArrayLike, crawl_time: ArrayLike, url_mask: ArrayLike
+) -> tuple[float, int, float]:
+    """Click-weighted freshness of a schedule over the clicks of some URLs only.
+
+    The rule of :func:`schedule_freshness`, counting the clicks on the URLs where
+    ``url_mask`` is true (e.g. those of the hosts that never went down).
+
+    Parameters
+    ----------
+    world : World
+    crawl_url : array_like of int, shape (c,)
+    crawl_time : array_like of float, shape (c,)
+        As for :func:`schedule_freshness`, s.
+    url_mask : array_like of bool, shape (m,)
+        The URLs whose clicks count.
+
+    Returns
+    -------
+    tuple of (float, int, float)
+        The share of those clicks that found a fresh copy (nan if none), their number,
+        and its binomial standard error √(p(1−p)/n).
+
+    Raises
+    ------
+    ParameterError
+        As :func:`schedule_freshness`, or if ``url_mask`` is not of shape (m,).
+    """
+    url, time = _checked(world, crawl_url, crawl_time)
+    mask = np.asarray(url_mask, dtype=np.bool_)
+    m = len(world.urls)
+    if mask.shape != (m,):
+        raise ParameterError("`url_mask` must be a (m,) array of booleans")
+    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
+    all_time = np.concatenate([np.zeros(m), time])
+    keys, click_pos, _ = _event_keys(world, all_url, all_time)
+    if not click_pos.size:
+        return math.nan, 0, math.nan
+    keys.sort()
+    tie = keys & 3
+    resets = tie != _BY_CLICK
+    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
+    click_url = (keys[~resets] >> 2) // world.change_index.stride
+    counted = mask[click_url]
+    fresh = int(np.count_nonzero((tie[last_reset[~resets]] == _BY_CRAWL) & counted))
+    n = int(np.count_nonzero(counted))
+    if not n:
+        return math.nan, 0, math.nan
+    p = fresh / n
+    return p, n, math.sqrt(p * (1.0 - p) / n)
 
 
 def freshness_over_time(

@@ -48,7 +48,9 @@ async def list_hosts(
     ctx: CtxDep,
     order: Annotated[HostOrder, Query(description="due, lambda or blocked")] = HostOrder.DUE,
     limit: Annotated[int, Query(ge=1, le=hosts.MAX_PAGE, description="hosts per page")] = 100,
-    cursor: Annotated[str | None, Query(max_length=32, description="from the last page")] = None,
+    cursor: Annotated[
+        str | None, Query(pattern=r"^[0-9]{1,12}$", description="the last page's `cursor`")
+    ] = None,
 ) -> HostsOut:
     """Page over hosts with their counts, block and λ_h: ``due`` (soonest to give out a
     URL first), ``lambda`` (largest λ_h first) or ``blocked`` (blocked or paused only)."""

@@ -64,6 +64,7 @@ class Facts:
     model_due: float  # the due time by the model's rules, Unix s
     max_revisit_s: float
     retry_delay_s: float
+    min_revisit_s: float = 0.0
 
 
 def _lambda(f: Facts) -> str:
@@ -184,6 +185,21 @@ def _held(f: Facts) -> str | None:
     return None
 
 
+def _floor(f: Facts) -> str | None:
+    """Why the due time lies after the model's: refetch_after, or the minimum revisit."""
+    st = f.state
+    if not st.due_at > f.model_due:
+        return None
+    if st.refetch_after is not None and st.due_at == st.refetch_after:
+        return f"the crawler asked for no fetch before {hz.iso_time(st.refetch_after)}"
+    if st.last_crawl_at is not None and st.due_at == st.last_crawl_at + f.min_revisit_s:
+        return (
+            f"the minimum revisit interval ({hz.duration(f.min_revisit_s)} after its last "
+            f"fetch) holds it until {hz.iso_time(st.due_at)}"
+        )
+    return None
+
+
 def decision(reason: DueReason, facts: Facts) -> str:
     """The decision in words: the reason's sentence, then where the URL stands (a
     retired URL: why it was retired; a blocked or paused host: that first)."""
@@ -191,6 +207,9 @@ def decision(reason: DueReason, facts: Facts) -> str:
         return _retired(facts)
     sentence = SENTENCES[reason](facts)
     held = _held(facts)
+    floor = _floor(facts) if reason is not DueReason.FETCH_RETRY else None
+    if floor is not None and reason is not DueReason.LEASED:
+        sentence = f"{sentence}; {floor}"
     if held is not None and reason is not DueReason.LEASED:
         return f"{sentence}; {held}; {_when(facts)}"
     if reason is DueReason.LEASED:
@@ -222,7 +241,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
     reason, model_due = due_reason(state, s.max_revisit_s)
     facts = Facts(
         state, host, now, value, float(p.max_value[0]), model_due, s.max_revisit_s,
-        s.retry_delay_s,
+        s.retry_delay_s, s.min_revisit_s,
     )  # fmt: skip
     elapsed = None if state.last_crawl_at is None else now - state.last_crawl_at
     readable = ReadableExplanation(

@@ -118,9 +118,11 @@ async def test_a_url_crawled_unchanged_is_not_leased_again_within_60_s(
     store_api: httpx.AsyncClient, clock: ManualClock
 ) -> None:
     url = "https://fast.example/p"
-    await _register(store_api, url, weight=1.0, change_rate=1.0)  # due again at once
+    await _register(store_api, url, weight=1.0, change_rate=1.0, fixed=True)  # due at once
     leased = await _next(store_api)
     await _report(store_api, url, leased[url], clock.now(), status=200, changed=False)
+    e = (await store_api.get(f"/urls/{url}")).json()
+    assert "the minimum revisit interval (1 min after its last fetch) holds it" in e["decision"]
     for _ in range(59):
         clock.advance(1.0)
         assert await _next(store_api, n=100) == {}  # workers ask for more than is due
@@ -168,7 +170,6 @@ async def test_purge_deletes_retired_urls(store_api: httpx.AsyncClient, clock: M
 @pytest.mark.parametrize(
     ("method", "path", "kw", "field"),
     [
-        ("patch", "/hosts/a.example", {"json": {}}, "body"),
         ("patch", "/hosts/a.example", {"json": {"crawl_delay_s": -1}}, "crawl_delay_s"),
         ("patch", "/hosts/a.example", {"json": {"max_in_flight": 0}}, "max_in_flight"),
         ("patch", "/hosts/a.example", {"json": {"paused": "yes"}}, "paused"),

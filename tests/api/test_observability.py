@@ -44,7 +44,7 @@ async def test_request_durations_are_labelled_by_route_template(api: httpx.Async
     assert (await api.get("/no/such/route")).status_code == 404
     assert (await api.put("/urls", json={})).status_code == 405
     samples = await _samples(api)
-    route = "/urls/{url:path}"
+    route = "/urls/{url:url}"
     assert _count(samples, route=route, method="GET", status="4xx") == 3
     assert _count(samples, route=route, method="GET", status="2xx") == 1
     assert _count(samples, route="/urls", method="POST", status="2xx") == 1
@@ -165,7 +165,7 @@ async def test_refused_requests_count_under_their_route() -> None:
         assert (await api.get("/urls/https://a.example/x")).status_code == 401
         samples = await _samples_as(api, "r1")
     assert _count(samples, route="/next", method="GET", status="4xx") == 1
-    assert _count(samples, route="/urls/{url:path}", method="GET", status="4xx") == 1
+    assert _count(samples, route="/urls/{url:url}", method="GET", status="4xx") == 1
 
 
 async def _samples_as(

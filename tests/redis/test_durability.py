@@ -36,7 +36,7 @@ from service.store.base import UrlState
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, expand_url
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import URL
+from service.store.redis.records import HOST, HOST_CTL, URL
 from service.urls import canonical_url
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -124,11 +124,21 @@ def check_integrity(client: redis.Redis, now: float) -> set[str]:
                 assert deadlines[seq] == lease.deadline > now, f"{url}: lease {seq} overdue"
                 leased_urls.add(seq)
             assert set(queue) <= set(records_h), f"{host}: queued URLs without a record"
-            if queue:
-                gate = struct.unpack("<5d", host_blob)[1]
-                assert ready.get(host) == max(min(queue.values()), gate), f"{host}: readiness"
+            # readiness (lib.lua host_ready): the latest of the earliest due, the gate and
+            # any block; out while empty, paused or with its cap of leases out
+            gate = struct.unpack_from("<5d", host_blob)[1]
+            blocked, _, cap, flight, paused, _, _ = HOST_CTL.unpack_from(host_blob, HOST.size)
+            cap = cap or int(meta.get("max_in_flight", b"1000000"))  # lib.lua ctl: none written
+            if queue and not paused and flight < cap:
+                readiness = max(min(queue.values()), gate)
+                if not math.isnan(blocked):
+                    readiness = max(readiness, blocked)
+                assert ready.get(host) == readiness, f"{host}: readiness"
             else:
-                assert host not in ready, f"{host}: ready with an empty queue"
+                assert host not in ready, f"{host}: ready while empty, paused or full"
+            in_flight = sum(1 for lease in leases.values()
+                            if lease.status == _ACTIVE and lease.host == host)  # fmt: skip
+            assert flight == in_flight, f"{host}: leases out"
         assert leased_urls == active, f"shard {shard}: active leases no URL holds"
         assert set(ready) <= set(hosts), f"shard {shard}: ready hosts without a record"
         assert int(meta.get("urls", b"0")) == records, f"shard {shard}: URL counter"

@@ -39,7 +39,11 @@ async def _hammer(base_urls: list[str], seconds: float) -> list[dict[str, object
 
 @pytest.mark.slow
 async def test_two_processes_share_leases_politeness_and_lambda() -> None:
-    env = {"CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(DELAY_S), "CRAWLSCHED_LEASE_TTL_S": str(TTL_S)}
+    env = {
+        "CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(DELAY_S),
+        "CRAWLSCHED_LEASE_TTL_S": str(TTL_S),
+        "CRAWLSCHED_MAX_IN_FLIGHT": "1000",  # nothing is settled: politeness is under test
+    }
     with LocalRedis() as server, contextlib.ExitStack() as stack:
         env["CRAWLSCHED_STORE"] = server.url
         bases = [stack.enter_context(served_app(env)) for _ in range(2)]

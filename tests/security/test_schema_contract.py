@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from service import schemas
+from service import host_schemas, schemas
 from service.app import create_app
 from service.clock import ManualClock
 from service.responses import ErrorOut, ValidationErrorsOut
@@ -31,6 +31,10 @@ ANSWERS = {  # the error answers each route documents
     ("get", "/next"): {401, 403, 408, 413, 422, 503},
     ("get", "/metrics"): {401, 403, 408, 413, 503},
     ("get", "/healthz"): {408, 413, 503},
+    ("get", "/hosts"): {401, 403, 408, 413, 422, 503},
+    ("patch", "/hosts/{host}"): {400, 401, 403, 404, 408, 413, 422, 503},
+    ("delete", "/hosts/{host}"): {401, 403, 404, 408, 413, 422, 503},
+    ("post", "/urls/purge"): {401, 403, 408, 413, 422, 503},
 }
 
 
@@ -122,7 +126,10 @@ def _resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]
 
 async def test_every_body_has_an_example_the_models_accept(document: dict[str, Any]) -> None:
     models: dict[str, type[BaseModel]] = {
-        name: getattr(schemas, name) for name in schemas.__all__ if name[0].isupper()
+        name: getattr(module, name)
+        for module in (schemas, host_schemas)
+        for name in module.__all__
+        if name[0].isupper()
     } | {"ErrorOut": ErrorOut, "ValidationErrorsOut": ValidationErrorsOut}
     bodies = 0
     for key, op in _operations(document).items():

@@ -56,6 +56,7 @@ class RedisBase:
     ) -> None:
         self.client = client
         self._controls = NO_LIMITS if controls is None else controls
+        self._controls_given = controls is not None
         self.shards = shards
         self._keys = [ShardKeys(n, prefix) for n in range(shards)]
         self._script_keys = [k.all for k in self._keys]
@@ -92,9 +93,11 @@ class RedisBase:
             )
         if self._initial is not None:
             await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))
-        # the controls every script reads (lib.lua ctl), in each shard's meta hash
+        # the controls every script reads (lib.lua ctl), in each shard's meta hash: the
+        # store's, shared by every process; written only by a store given them (the
+        # service always is), so that a tool connecting bare changes nothing
         c = self._controls
-        for keys in self._keys:
+        for keys in self._keys if self._controls_given else ():
             await self.client.hset(
                 keys.meta,
                 mapping={

@@ -42,6 +42,16 @@ class ShardKeys:
     def hosts(self) -> str:
         return f"{self.tag}hosts"
 
+    @property
+    def ready(self) -> str:
+        """The shard's hosts by readiness (lib.lua ``host_ready``)."""
+        return f"{self.tag}ready"
+
+    @property
+    def deadlines(self) -> str:
+        """The shard's active leases by deadline."""
+        return f"{self.tag}deadlines"
+
     def queue(self, host: str) -> str:
         """Zset of the host's unleased URL keys by due time."""
         return f"{self.tag}queue:{host}"

@@ -17,7 +17,7 @@ local n = #all / 2
 redis.call('DEL', K_URLS .. host, K_EST .. host, K_QUEUE .. host)
 redis.call('HDEL', K_HOSTS, host)
 redis.call('ZREM', K_READY, host)
-redis.call('HINCRBY', K_META, 'urls', -n)
+if n > 0 then redis.call('HINCRBY', K_META, 'urls', -n) end  -- (-0 is not an integer)
 if h.retired > 0 then redis.call('HINCRBY', K_META, 'retired', -h.retired) end
 trim_history(num(ARGV[2]))
 return n

@@ -131,7 +131,8 @@ local function ctl()
   local c = CTL_CACHE[K_META]
   if not c then
     local got = redis.call('HMGET', K_META, 'min_revisit', 'max_in_flight')
-    c = {min_revisit = tonumber(got[1]) or 0, in_flight = tonumber(got[2]) or 1}
+    -- none written (a store given no rules): no minimum revisit, no in-flight cap
+    c = {min_revisit = tonumber(got[1]) or 0, in_flight = tonumber(got[2]) or 1000000}
     CTL_CACHE[K_META] = c
   end
   return c
