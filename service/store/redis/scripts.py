@@ -26,7 +26,7 @@ Client = Redis | RedisCluster
 NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "set_params", "signals",
     "clicks", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
-    "stale_hosts",
+    "stale_hosts", "append", "fold",
 )  # fmt: skip
 
 
