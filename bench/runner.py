@@ -169,9 +169,12 @@ def _fold_lag(base: str) -> float:
 
 
 async def fold_drain(base: str, timeout_s: float = 300.0) -> tuple[float, float]:
-    """The fold lag now, and the wall s until it is 0 (NaN after ``timeout_s``)."""
-    t0 = time.perf_counter()
+    """The fold lag now, and the wall s until it is 0 (0 if it is already; NaN after
+    ``timeout_s``)."""
     first = lag = await asyncio.to_thread(_fold_lag, base)
+    t0 = time.perf_counter()
+    if lag == 0:
+        return first, 0.0
     while lag > 0:
         if time.perf_counter() - t0 > timeout_s:
             return first, math.nan
