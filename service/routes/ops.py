@@ -10,6 +10,7 @@ from service.auth import Role, require
 from service.deps import CtxDep
 from service.errors import NoWorker, StoreUnavailable
 from service.responses import documented
+from service.scheduler.context import Context
 from service.schemas import HealthOut
 
 router = APIRouter(tags=["operations"])
@@ -53,6 +54,6 @@ async def healthz(ctx: CtxDep) -> HealthOut:
     return HealthOut(status="ok", now=ctx.clock.now(), clock_rate=ctx.clock.rate, store=kind)
 
 
-async def _worker_runs(ctx: CtxDep) -> bool:
+async def _worker_runs(ctx: Context) -> bool:
     """The background work runs: in this process (memory store) or in a live worker."""
     return ctx.settings.store == "memory" or await ctx.store.worker_alive()

@@ -14,6 +14,7 @@ import redis
 
 from service.store.base import EventBatch, EventKind, EventStatus, IdempotencyKey, UrlRecord
 from service.store.redis import RedisStore
+from service.store.redis import events as events_module
 from service.store.redis.keys import FOLD_GROUP, ShardKeys, url_key
 from service.store.redis.local import LocalRedis
 from service.store.redis.scripts import Call
@@ -115,7 +116,8 @@ async def test_a_folder_killed_between_apply_and_ack_applies_once(
     shards = [n for n, ids in enumerate(taken) if ids]
     assert len(shards) >= 2
     for n in shards[: len(shards) // 2]:
-        await _fold_call(store, n, taken[n])  # applied; the folder dies before its XACK
+        ids = [entry_id for entry_id, _ in taken[n]]
+        await _fold_call(store, n, ids)  # applied; the folder dies before its XACK
     pending = sum(raw.xpending(ShardKeys(n).events, FOLD_GROUP)["pending"] for n in shards)
     assert pending == len(shards)
     # a live folder that waits for the claim time leaves the dead one's entries alone
@@ -127,6 +129,28 @@ async def test_a_folder_killed_between_apply_and_ack_applies_once(
     assert sum(raw.xpending(ShardKeys(n).events, FOLD_GROUP)["pending"] for n in shards) == 0
     assert await store.fold_lag() == 0.0
     assert (await store.fold_events("live", 100, 10.0, DECAY_S, 0.0)).parts == 0
+
+
+async def test_a_fold_call_applies_a_bounded_number_of_events(
+    store: RedisStore, raw: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries are folded in script calls of about ``_EVENTS_PER_CALL`` events (Redis
+    serves other clients between them), each once, none split."""
+    monkeypatch.setattr(events_module, "_EVENTS_PER_CALL", 5)
+    url = URLS[0]
+    for k in range(4):  # entries of 3 events: one call each, 12 clicks in all
+        await store.append_events(EventBatch(EventKind.CLICK, [url] * 3, np.full(3, T0 + k)))
+    shard = store._shard("h0.example")
+    taken = await store._take("f", 100, 60.0)
+    assert [events for _, events in taken[shard]] == [3, 3, 3, 3]
+    assert [len(c) for c in events_module._chunks(taken[shard])] == [1, 1, 1, 1]
+    assert events_module._chunks([(b"1-0", 0), (b"2-0", 2), (b"3-0", 2)]) == [
+        [b"1-0"], [b"2-0", b"3-0"],
+    ]  # fmt: skip
+    await store.fold_events("f", 100, 10.0, DECAY_S, 0.0)  # takes them over from "f"
+    (state,) = await store.get_urls([url])
+    assert state is not None and state.clicks == 12
+    assert raw.xlen(ShardKeys(shard).events) == 0
 
 
 async def test_the_fold_recreates_its_group_after_a_flush(

@@ -19,7 +19,6 @@ unfolded one (:meth:`RedisEvents.fold_lag`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
@@ -42,6 +41,24 @@ _COUNTED = (
     (EventKind.CLICK, EventStatus.ACCEPTED),
     (EventKind.CLICK, EventStatus.UNKNOWN_URL),
 )
+
+
+#: Events one fold.lua call applies at most (about; an entry is never split, and one
+#: whose size is not known goes alone): Redis serves other clients between calls.
+_EVENTS_PER_CALL = 4096
+
+
+def _chunks(entries: list[tuple[bytes, int]]) -> list[list[bytes]]:
+    """The entry ids of one shard in groups of about :data:`_EVENTS_PER_CALL` events."""
+    out: list[list[bytes]] = []
+    size = _EVENTS_PER_CALL
+    for entry_id, events in entries:
+        if events == 0 or size + events > _EVENTS_PER_CALL:
+            out.append([])
+            size = _EVENTS_PER_CALL if events == 0 else 0
+        out[-1].append(entry_id)
+        size += events
+    return out
 
 
 def _decay_arg(decay_s: float) -> str:
@@ -101,18 +118,19 @@ class RedisEvents(RedisDispatch):
         decay_s: float,
         claim_idle_s: float,
     ) -> Folded:
-        ids = await self._take(consumer, max_parts, claim_idle_s)
+        taken = await self._take(consumer, max_parts, claim_idle_s)
         head = (repr(float(discard_within_s)), self._cap, _decay_arg(decay_s))
-        shards = [n for n, got in enumerate(ids) if got]
         calls = [
-            Call("fold", (*self._script_keys[n], self._keys[n].events), (*head, *ids[n]))
-            for n in shards
+            Call("fold", (*self._script_keys[n], self._keys[n].events), (*head, *chunk))
+            for n, entries in enumerate(taken)
+            for chunk in _chunks(entries)
         ]
         answers = await self._run(calls)
         pipe = self.client.pipeline(transaction=False)
-        for n in shards:
-            pipe.xack(self._keys[n].events, FOLD_GROUP, *ids[n])
-        if shards:
+        for n, entries in enumerate(taken):
+            if entries:
+                pipe.xack(self._keys[n].events, FOLD_GROUP, *(i for i, _ in entries))
+        if calls:
             await pipe.execute()
         counts: Counter[tuple[EventKind, EventStatus]] = Counter()
         touched: list[str] = []
@@ -126,11 +144,14 @@ class RedisEvents(RedisDispatch):
             touched += (
                 expand_url(text(grew[i + 1]), text(grew[i])) for i in range(0, len(grew), 2)
             )
-        return Folded(parts, dict(counts), touched)
+        return Folded(parts, dict(counts), list(dict.fromkeys(touched)))
 
-    async def _take(self, consumer: str, max_parts: int, claim_idle_s: float) -> list[list[Any]]:
-        """Entry ids to fold per shard: those idle in other folders' hands for
-        ``claim_idle_s`` (taken over) and up to ``max_parts`` never delivered."""
+    async def _take(
+        self, consumer: str, max_parts: int, claim_idle_s: float
+    ) -> list[list[tuple[bytes, int]]]:
+        """Entries to fold per shard, (id, events in it; 0: not known): those idle in
+        other folders' hands for ``claim_idle_s`` (taken over) and up to ``max_parts``
+        never delivered."""
         idle_ms = max(0, int(claim_idle_s * 1000.0))
         for attempt in (0, 1):
             pipe = self.client.pipeline(transaction=False)
@@ -146,11 +167,11 @@ class RedisEvents(RedisDispatch):
                 if "NOGROUP" not in str(exc) or attempt:
                     raise
                 await self._create_groups()  # the data was flushed or restored without
-        out: list[list[Any]] = []
+        out: list[list[tuple[bytes, int]]] = []
         for claimed, read in zip(answers[::2], answers[1::2], strict=True):
-            got = list(claimed)
+            got = [(entry_id, 0) for entry_id in claimed]
             for _, entries in read or ():
-                got += (entry_id for entry_id, _ in entries)
+                got += ((i, len(f.get(b"t", b"")) // 8) for i, f in entries if f)
             out.append(got)
         return out
 
