@@ -348,6 +348,9 @@ def _demo(
         # the learner's pass (host, label and global priors) every ~2 simulated days,
         # at most once a wall second
         "CRAWLSCHED_LEARN_INTERVAL_S": repr(max(1.0, 2 * DAY_S / speed)),
+        # signals and clicks folded within ~10 simulated minutes (a wall second is days
+        # here), at most every 10 wall ms
+        "CRAWLSCHED_FOLD_LAG_S": repr(min(1.0, max(0.01, 600.0 / speed))),
     }
     console.print(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "
