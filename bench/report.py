@@ -161,7 +161,9 @@ def footer(rep: Report) -> str:
         "trips per dispatch batch, 2 per event batch), 'lua' runs one script per batch.  "
         "CPU shares are of one core (this machine has 2); 'other processes' is what the rest "
         f"of the machine used meanwhile.  The API stopped {rep.api_exit_s:.1f} s after SIGTERM "
-        "(served_app kills it after 10 s)."
+        "(served_app kills it after 10 s).  Signals and clicks count when appended; the fold "
+        f"(a crawlsched worker with Redis) lagged {rep.fold_lag_end_s:.2f} s when the event "
+        f"phases ended and had folded everything {rep.fold_drain_s:.2f} s later."
     )
 
 
@@ -178,6 +180,7 @@ def report_json(rep: Report) -> dict[str, Any]:
         "wall_s": rep.wall_s,
         "api_exit_s": rep.api_exit_s,
         "leases_topped_up": rep.topped_up,
+        "fold": {"lag_when_events_ended_s": rep.fold_lag_end_s, "drain_s": rep.fold_drain_s},
         "load": vars(rep.load),
         "memory": None
         if rep.cfg.store != "redis"

@@ -8,6 +8,7 @@ on the same Redis once the API has stopped (:mod:`raw_redis`), and returns a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import math
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import redis
 from rich.console import Console
 
@@ -58,6 +60,10 @@ class Report:
     meters: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     api_exit_s: float = 0.0
+    #: After the event phases: the fold lag /metrics showed when they ended (s), and the
+    #: wall s until nothing appended was left to fold (the worker's or the API's fold).
+    fold_lag_end_s: float = math.nan
+    fold_drain_s: float = math.nan
     topped_up: int = 0
     wall_s: float = 0.0
 
@@ -133,6 +139,11 @@ async def run(cfg: Config, console: Console) -> Report:
             rep.topped_up = await top_up(base, cfg, pool)
             console.log(f"events (b): {len(pool):,} leases to settle")
             await run_events(base, cfg, rep, pool, meter, api_pid)
+            rep.fold_lag_end_s, rep.fold_drain_s = await fold_drain(base)
+            console.log(
+                f"fold: lag {rep.fold_lag_end_s:.2f} s when the events ended, "
+                f"drained {rep.fold_drain_s:.2f} s later"
+            )
             t_stop = time.perf_counter()
         rep.api_exit_s = time.perf_counter() - t_stop
 
@@ -147,6 +158,29 @@ async def run(cfg: Config, console: Console) -> Report:
         admin.close()
     rep.wall_s = time.perf_counter() - t_start
     return rep
+
+
+def _fold_lag(base: str) -> float:
+    """``crawlsched_fold_lag_seconds`` as the API's /metrics shows it."""
+    for line in httpx.get(f"{base}/metrics", timeout=30.0).text.splitlines():
+        if line.startswith("crawlsched_fold_lag_seconds "):
+            return float(line.split()[1])
+    raise RuntimeError("the API exports no crawlsched_fold_lag_seconds")
+
+
+async def fold_drain(base: str, timeout_s: float = 300.0) -> tuple[float, float]:
+    """The fold lag now, and the wall s until it is 0 (0 if it is already; NaN after
+    ``timeout_s``)."""
+    first = lag = await asyncio.to_thread(_fold_lag, base)
+    t0 = time.perf_counter()
+    if lag == 0:
+        return first, 0.0
+    while lag > 0:
+        if time.perf_counter() - t0 > timeout_s:
+            return first, math.nan
+        await asyncio.sleep(0.05)
+        lag = await asyncio.to_thread(_fold_lag, base)
+    return first, time.perf_counter() - t0
 
 
 async def run_events(

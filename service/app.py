@@ -1,4 +1,6 @@
-"""The FastAPI app factory: wiring, error mapping, the background rescorer and learner."""
+"""The FastAPI app factory: wiring, error mapping, and the background work of the
+embedded default (fold, rescorer, learner; with the Redis store ``crawlsched worker``
+runs them, :mod:`service.worker`)."""
 
 from __future__ import annotations
 
@@ -19,12 +21,20 @@ from service import __version__, auth, observability
 from service.body_limit import BodyLimit
 from service.clock import AcceleratedClock, Clock, ManualClock, SystemClock
 from service.error_bodies import request_validation_handler, validation_error_body
-from service.errors import Forbidden, InvalidInput, NotFound, StoreUnavailable, Unauthenticated
+from service.errors import (
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    NoWorker,
+    StoreUnavailable,
+    Unauthenticated,
+)
 from service.methods import http_exception_handler_for
 from service.metrics import Metrics
 from service.openapi import install_openapi
 from service.routes import dispatch, events, hosts, ops, urls
 from service.scheduler.context import Context
+from service.scheduler.fold import run_folder
 from service.scheduler.learning import run_learner, run_relearner
 from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings, get_settings
@@ -32,7 +42,7 @@ from service.store.base import ControlRules, Store
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 
-__all__ = ["build_clock", "build_store", "create_app", "open_store"]
+__all__ = ["build_clock", "build_store", "create_app", "open_store", "shared_clock"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +116,15 @@ async def open_store(settings: Settings, *, wait_s: float = 30.0) -> Store:
             await asyncio.sleep(0.5)
 
 
+async def shared_clock(settings: Settings, clock: Clock, store: Store) -> Clock:
+    """``clock``, or, for an accelerated clock the settings built, one counting from the
+    store's epoch: the replicas and workers on one store count simulated time alike."""
+    if settings.clock != "accelerated" or not isinstance(clock, AcceleratedClock):
+        return clock
+    epoch = await store.clock_epoch(time.time())
+    return AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -144,12 +163,10 @@ def create_app(
                 "are lost when this process stops (CRAWLSCHED_STORE=redis://… keeps them)"
             )
         opened = given or await open_store(settings)
-        shared_clock = clock
-        if fixed_clock is None and settings.clock == "accelerated":
-            # replicas on one store count simulated time from one epoch
-            epoch = await opened.clock_epoch(time.time())
-            shared_clock = AcceleratedClock(settings.clock_speed, settings.clock_start, epoch)
-        context = app.state.context = Context(opened, shared_clock, settings, metrics)
+        clock_used = (
+            clock if fixed_clock is not None else await shared_clock(settings, clock, opened)
+        )
+        context = app.state.context = Context(opened, clock_used, settings, metrics)
         grpc_server = None
         if grpc_port is not None:
             from service.grpc.server import start_grpc  # grpcio loads only when asked for
@@ -159,11 +176,14 @@ def create_app(
             )
             log.info("URLFrontier gRPC on %s:%d", grpc_host, app.state.grpc_port)
         stop = asyncio.Event()
-        tasks = {
-            asyncio.create_task(run_rescorer(context, stop), name="rescorer"),
-            asyncio.create_task(run_learner(context, stop), name="learner"),
-            asyncio.create_task(run_relearner(context, stop), name="relearner"),
-        }
+        # crawl results queue their URLs for re-estimation in this process
+        tasks = {asyncio.create_task(run_relearner(context, stop), name="relearner")}
+        if settings.store == "memory":  # the embedded default does the worker's work
+            tasks |= {
+                asyncio.create_task(run_folder(context, stop), name="fold"),
+                asyncio.create_task(run_rescorer(context, stop), name="rescorer"),
+                asyncio.create_task(run_learner(context, stop), name="learner"),
+            }
         try:
             yield
         finally:
@@ -214,6 +234,10 @@ def create_app(
     async def _forbidden(_: Request, exc: Forbidden) -> JSONResponse:
         headers = {"WWW-Authenticate": 'Bearer error="insufficient_scope"'}
         return JSONResponse({"detail": str(exc)}, status_code=403, headers=headers)
+
+    @app.exception_handler(NoWorker)
+    async def _no_worker(_: Request, exc: NoWorker) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
 
     @app.exception_handler(StoreUnavailable)
     async def _unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:

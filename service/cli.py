@@ -224,6 +224,35 @@ def serve(
 
 
 @app.command()
+def worker(
+    metrics_port: Annotated[
+        int,
+        typer.Option(
+            "--metrics-port", min=0, max=65535, help="serve Prometheus metrics here (0: none)"
+        ),
+    ] = 0,
+    metrics_host: Annotated[
+        str, typer.Option("--metrics-host", help="interface the metrics port binds")
+    ] = "127.0.0.1",
+    log_level: LogLevelOpt = LogLevel.info,
+    log_format: LogFormatOpt = LogFormat.auto,
+) -> None:
+    """Run the background work of a Redis deployment (CRAWLSCHED_STORE=redis://…): fold
+    the appended signals and clicks, rescore, learn, and beat so that the API's
+    /healthz knows a worker runs.  Start at least one beside the API processes."""
+    from service.worker import main_loop
+
+    setup_logging(log_level.value, log_format.value)
+    settings = get_settings()
+    if settings.store == "memory":
+        raise typer.BadParameter(
+            "a worker serves a Redis store: set CRAWLSCHED_STORE=redis://… (with the memory "
+            "store the API process does this work itself)"
+        )
+    main_loop(settings, metrics_port, metrics_host)
+
+
+@app.command()
 def loadgen(
     url: Annotated[
         str, typer.Option("--url", envvar="CRAWLSCHED_URL", help="base URL of a running service")
@@ -331,6 +360,9 @@ def _demo(
         # the learner's pass (host, label and global priors) every ~2 simulated days,
         # at most once a wall second
         "CRAWLSCHED_LEARN_INTERVAL_S": repr(max(1.0, 2 * DAY_S / speed)),
+        # signals and clicks folded within ~10 simulated minutes (a wall second is days
+        # here), at most every 10 wall ms
+        "CRAWLSCHED_FOLD_LAG_S": repr(min(1.0, max(0.01, 600.0 / speed))),
     }
     console.print(
         f"serving on an accelerated clock: {speed:.0f} simulated s per wall s; "

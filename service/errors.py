@@ -6,6 +6,7 @@ The tree::
     ├── InvalidInput           bad input the schemas cannot see (422, field + reason)
     ├── NotFound               unknown URL or host (404)
     ├── StoreUnavailable       the store cannot be reached (503)
+    ├── NoWorker               a Redis deployment has no live crawlsched worker (503)
     ├── Unauthenticated        no bearer token, or an unknown one (401)
     ├── Forbidden              a token whose role may not make this call (403)
     └── ConfigError            a setting is unknown or invalid (startup; exit code 2)
@@ -19,6 +20,7 @@ __all__ = [
     "ConfigError",
     "Forbidden",
     "InvalidInput",
+    "NoWorker",
     "NotFound",
     "ServiceError",
     "StoreUnavailable",
@@ -28,6 +30,11 @@ __all__ = [
 
 class ServiceError(Exception):
     """Root of every error raised by :mod:`service`."""
+
+
+class NoWorker(ServiceError):
+    """No ``crawlsched worker`` beats for the Redis store: appended signals and clicks
+    are not folded, thresholds not rescored, estimates not learned."""
 
 
 class InvalidInput(ServiceError):

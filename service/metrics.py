@@ -5,8 +5,10 @@ What each family means, and the PromQL that reads it, is listed in
 draws them.  Families fed elsewhere:
 
 - request durations: :mod:`service.observability` (every request, by route template);
-- dispatch and event counters: the use cases in :mod:`service.scheduler`;
-- the store snapshot (backlog, leases, λ₀, λ_h): taken when ``/metrics`` is scraped;
+- dispatch and event counters: the use cases in :mod:`service.scheduler` (signals and
+  clicks by status: the fold, :mod:`service.scheduler.fold`, in the process that folds);
+- the store snapshot (backlog, leases, λ₀, λ_h, the fold's lag, a live worker): taken
+  when ``/metrics`` is scraped;
 - the learner's figures (freshness estimate, when its last pass and cycle ended):
   :mod:`service.scheduler.learning`, in the process that holds the learner role.
 """
@@ -134,6 +136,24 @@ class Metrics:
             "crawlsched_events",
             "Events received, by kind and outcome",
             ["kind", "status"],
+            registry=self.registry,
+        )
+        self.appended = Counter(
+            "crawlsched_events_appended",
+            "Signals and clicks accepted and appended, by kind (classified by the fold)",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.fold_lag = Gauge(
+            "crawlsched_fold_lag_seconds",
+            "Age of the oldest appended signal or click not yet folded, wall s (max over "
+            "the shards; 0 when none waits)",
+            registry=self.registry,
+        )
+        self.worker_up = Gauge(
+            "crawlsched_worker_up",
+            "1 when the background work runs: a live crawlsched worker (Redis store) or "
+            "this process (memory store)",
             registry=self.registry,
         )
         self.dispatched = Counter(

@@ -166,6 +166,18 @@ class Settings(BaseSettings):
         5.0, gt=0, description="wall s between background passes over the hosts' estimates"
     )
     metrics_top_hosts: int = Field(20, ge=0, description="hosts whose λ_h /metrics exports")
+    fold_lag_s: float = Field(
+        1.0, gt=0, le=3600, description="wall s: appended signals and clicks are folded this often"
+    )
+    fold_batch: int = Field(
+        64, ge=1, description="appended batches per shard one fold step reads at most"
+    )
+    fold_claim_s: float = Field(
+        30.0, gt=0, description="wall s before a folder takes over batches another left unfolded"
+    )
+    worker_ttl_s: float = Field(
+        15.0, gt=0, description="wall s a worker's heartbeat holds; the worker beats 3× as often"
+    )
 
     @field_validator("store")
     @classmethod

@@ -27,6 +27,7 @@ from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.scheduler.dispatch import dispatch
 from service.scheduler.events import ingest_clicks, ingest_results, ingest_signals
+from service.scheduler.fold import fold_now
 from service.scheduler.learning import flush_relearn, learn_pass
 from service.scheduler.registry import register
 from service.scheduler.rescoring import rescore_once
@@ -217,6 +218,7 @@ class ServicePolicy(Policy):
         ]
         for chunk in _chunks(items):
             self._run(ingest_clicks(self.context, chunk))
+            self._run(fold_now(self.context, relearn=False))  # applied at once, as served
 
     def observe_signals(self, url: IntArray, time: FloatArray) -> None:
         self._tick(float(time.max()))
@@ -226,6 +228,7 @@ class ServicePolicy(Policy):
         ]
         for chunk in _chunks(items):
             self._run(ingest_signals(self.context, chunk))
+            self._run(fold_now(self.context, relearn=False))
 
     def select(self, now: float, k: int, host_room: IntArray) -> IntArray:
         self._tick(now)

@@ -1,17 +1,20 @@
 """Shared fixtures: the anyio backend, a manual clock, settings, an app and its client;
 ``store_api``, the app over each store (the memory store, a private Redis), for the
-routes whose behaviour the stores share."""
+routes whose behaviour the stores share; ``fold``, which folds the signals and clicks
+those apps appended (as their fold loop would, deterministically)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import httpx
 import pytest
 import redis
+from fastapi import FastAPI
 
 from service.app import control_rules, create_app
 from service.clock import ManualClock
+from service.scheduler.fold import fold_now
 from service.settings import Settings
 from service.store.base import Store
 from service.store.memory import MemoryStore
@@ -52,10 +55,28 @@ def app_store(settings: Settings) -> MemoryStore:
 
 
 @pytest.fixture
+def built_apps() -> list[FastAPI]:
+    """The apps the client fixtures of a test built."""
+    return []
+
+
+@pytest.fixture
+def fold(built_apps: list[FastAPI]) -> Callable[[], Awaitable[int]]:
+    """``await fold()`` folds what the test's apps appended and re-estimates the URLs
+    (:func:`service.scheduler.fold.fold_now`); returns the parts folded."""
+
+    async def run() -> int:
+        return sum([await fold_now(app.state.context) for app in built_apps])
+
+    return run
+
+
+@pytest.fixture
 async def api(
-    settings: Settings, clock: ManualClock, app_store: MemoryStore
+    settings: Settings, clock: ManualClock, app_store: MemoryStore, built_apps: list[FastAPI]
 ) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, clock=clock, store=app_store)
+    built_apps.append(app)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as client:
         yield client
@@ -86,11 +107,15 @@ async def _open_store(kind: str, settings: Settings, server: LocalRedis | None) 
 
 @pytest.fixture(params=["memory", "redis"])
 async def store_api(
-    request: pytest.FixtureRequest, settings: Settings, clock: ManualClock
+    request: pytest.FixtureRequest,
+    settings: Settings,
+    clock: ManualClock,
+    built_apps: list[FastAPI],
 ) -> AsyncIterator[httpx.AsyncClient]:
     server = request.getfixturevalue("api_redis") if request.param == "redis" else None
     store = await _open_store(request.param, settings, server)
     app = create_app(settings, clock=clock, store=store)
+    built_apps.append(app)
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as client:

@@ -20,7 +20,9 @@ _ANSWERS = documented(400, 401, 403, 408, 413, 422, 503)
 async def post_signals(
     body: SignalsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:
-    """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow)."""
+    """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow): accepted once
+    durably appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; what became
+    of each (``unknown_url``, ``stale``) is counted in ``crawlsched_events_total``."""
     return await events.ingest_signals(ctx, body.signals, idempotency_key)
 
 
@@ -30,7 +32,9 @@ async def post_signals(
 async def post_clicks(
     body: ClicksIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:
-    """Requests (clicks) for cached copies: the importance signal."""
+    """Requests (clicks) for cached copies, the importance signal: accepted once durably
+    appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; clicks of unknown URLs
+    are counted in ``crawlsched_events_total``."""
     return await events.ingest_clicks(ctx, body.clicks, idempotency_key)
 
 
@@ -43,5 +47,6 @@ async def post_clicks(
 async def post_results(
     body: CrawlResultsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> BatchOut:
-    """Outcomes of leased fetches."""
+    """Outcomes of leased fetches: each lease settles at once, exactly once, and each
+    result is answered (``duplicate``, ``unknown_lease``, ``stale`` are ignored)."""
     return await events.ingest_results(ctx, body.results, idempotency_key)

@@ -1,15 +1,20 @@
 """Use cases of the event streams: signals, clicks and crawl results.
 
 Each batch is validated whole before anything is applied: a bad event makes the
-whole batch fail with :class:`InvalidInput` and nothing changes.  Events that are
-well-formed but carry no news (unknown URL, stale signal, duplicate result, a result
-for a lease the store does not know) are answered and ignored.  A batch sent with an
-idempotency key applies at most once (:mod:`service.scheduler.idempotency`).
+whole batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks
+are accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
+(:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
+(unknown URL, stale signal) in the metrics.  Crawl results settle their leases at once
+and are answered per item: a duplicate result, or one for a lease the store does not
+know, is answered and ignored.  A batch sent with an idempotency key applies at most
+once (:mod:`service.scheduler.idempotency`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 from service.errors import InvalidInput
 from service.scheduler.context import Context
@@ -18,12 +23,12 @@ from service.scheduler.learning import queue_relearn
 from service.scheduler.redirects import redirect_targets
 from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
 from service.store.base import (
-    ClickEvent,
     CrawlOutcome,
+    EventBatch,
+    EventKind,
     EventStatus,
     LeaseStatus,
     RetireReason,
-    SignalEvent,
     is_back_off,
 )
 
@@ -54,43 +59,48 @@ def _counted(
     ]
 
 
+async def _append(
+    ctx: Context,
+    kind: EventKind,
+    items: Sequence[SignalIn] | Sequence[ClickIn],
+    key: str | None,
+) -> BatchOut:
+    field = f"{kind.value}s"
+    ctx.check_batch(field, len(items))
+    ctx.check_times(field, "time", (i.time for i in items), ctx.clock.now())
+    times = np.fromiter((i.time for i in items), dtype=np.float64, count=len(items))
+    batch = EventBatch(kind, [i.url for i in items], times)
+    await ctx.store.append_events(batch, batch_key(ctx, kind.value, key, items))
+    ctx.metrics.appended.labels(kind.value).inc(len(items))
+    return BatchOut(accepted=len(items), ignored=[])
+
+
 async def ingest_signals(
     ctx: Context, items: Sequence[SignalIn], key: str | None = None
 ) -> BatchOut:
-    """Count change-indicating signals; each moves its URL's due time earlier by β,
-    and the URLs are queued for new estimates (:func:`~service.scheduler.learning.queue_relearn`).
-    ``key``: the batch's idempotency key.
+    """Append change-indicating signals; every one is accepted once appended.  The fold
+    (:mod:`service.scheduler.fold`) counts them: each moves its URL's due time earlier
+    by β, a signal within ``signal_discard_s`` of the last crawl is stale, and the URLs
+    are re-estimated.  ``key``: the batch's idempotency key.
 
     Raises
     ------
     InvalidInput
         Batch too large or an event time in the future.
     """
-    ctx.check_batch("signals", len(items))
-    ctx.check_times("signals", "time", (i.time for i in items), ctx.clock.now())
-    events = [SignalEvent(i.url, i.time) for i in items]
-    s = ctx.settings
-    once = batch_key(ctx, "signal", key, items)
-    statuses = await ctx.store.record_signals(events, s.signal_discard_s, s.estimate_decay_s, once)
-    await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
-    return _answer(ctx, "signal", statuses)
+    return await _append(ctx, EventKind.SIGNAL, items, key)
 
 
 async def ingest_clicks(ctx: Context, items: Sequence[ClickIn], key: str | None = None) -> BatchOut:
-    """Count requests (clicks) per URL; ``key``: the batch's idempotency key.
+    """Append requests (clicks) per URL; the fold counts them (``key``: the batch's
+    idempotency key).
 
     Raises
     ------
     InvalidInput
         Batch too large or an event time in the future.
     """
-    ctx.check_batch("clicks", len(items))
-    ctx.check_times("clicks", "time", (i.time for i in items), ctx.clock.now())
-    events = [ClickEvent(i.url, i.time) for i in items]
-    once = batch_key(ctx, "click", key, items)
-    statuses = await ctx.store.record_clicks(events, ctx.settings.estimate_decay_s, once)
-    await queue_relearn(ctx, _counted(items, statuses), outcomes=False)
-    return _answer(ctx, "click", statuses)
+    return await _append(ctx, EventKind.CLICK, items, key)
 
 
 async def ingest_results(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from scheduler_core.multipliers import TrackerConfig
+from scheduler_core.params import FloatArray
 from service.clock import TimeSource
 from service.store.controls import (
     BLOCK_CODES,
@@ -52,11 +53,14 @@ __all__ = [
     "ControlRules",
     "CrawlOutcome",
     "DispatchObservation",
+    "EventBatch",
+    "EventKind",
     "EventStatus",
     "NO_LIMITS",
     "HostChange",
     "HostOrder",
     "HostPage",
+    "Folded",
     "HostState",
     "IdempotencyKey",
     "LeaseGrant",
@@ -92,6 +96,13 @@ class EventStatus(enum.StrEnum):
     STALE = "stale"  # a signal that carries no news, or a result for a superseded lease
     DUPLICATE = "duplicate"  # a crawl result for a lease already settled
     UNKNOWN_LEASE = "unknown_lease"  # a crawl result for a lease the store has no record of
+
+
+class EventKind(enum.StrEnum):
+    """The appended event streams (:meth:`Store.append_events`)."""
+
+    SIGNAL = "signal"
+    CLICK = "click"
 
 
 class LeaseStatus(enum.StrEnum):
@@ -289,6 +300,44 @@ class ClickEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class EventBatch:
+    """A batch of signals or clicks as columns, as :meth:`Store.append_events` appends it.
+
+    Attributes
+    ----------
+    kind : EventKind
+    urls : sequence of str, (m,)
+        Each event's URL (registered or not: the fold classifies).
+    times : ndarray, shape (m,), float64
+        Each event's time, Unix s (clock time).
+    """
+
+    kind: EventKind
+    urls: Sequence[str]
+    times: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class Folded:
+    """What one :meth:`Store.fold_events` call applied.
+
+    Attributes
+    ----------
+    parts : int
+        Appended parts folded (one per batch and shard).
+    counts : mapping of (EventKind, EventStatus) to int
+        Events folded by kind and status (``accepted``, ``unknown_url``, ``stale``).
+    touched : list of str
+        URLs whose history the folded events added to (accepted and stale ones), each
+        once: the URLs to re-estimate.
+    """
+
+    parts: int
+    counts: Mapping[tuple[EventKind, EventStatus], int]
+    touched: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlOutcome:
     url: str
     lease_id: str
@@ -411,6 +460,40 @@ class Store(Protocol):
         self, events: Sequence[ClickEvent], decay_s: float, once: IdempotencyKey | None = None
     ) -> list[EventStatus]:
         """Count clicks (requests), also in the decayed click count (``decay_s``)."""
+        ...
+
+    async def append_events(self, batch: EventBatch, once: IdempotencyKey | None = None) -> None:
+        """Append signals or clicks durably, to be applied by :meth:`fold_events` (the
+        Redis store: one stream entry per shard, the events as packed columns).  A batch
+        appended under ``once`` appends once, whatever the retries."""
+        ...
+
+    async def fold_events(
+        self,
+        consumer: str,
+        max_parts: int,
+        discard_within_s: float,
+        decay_s: float,
+        claim_idle_s: float,
+    ) -> Folded:
+        """Apply up to ``max_parts`` appended parts per shard as :meth:`record_signals`
+        and :meth:`record_clicks` would (``discard_within_s``, ``decay_s`` as there), each
+        part exactly once however many folders run or die.  ``consumer`` names the
+        caller; parts another consumer took and left unfolded for ``claim_idle_s`` wall
+        seconds are taken over."""
+        ...
+
+    async def fold_lag(self) -> float:
+        """Age of the oldest appended event not yet folded, wall s (0 when none waits;
+        the largest over the shards)."""
+        ...
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        """Say that the worker ``owner`` runs, for the next ``ttl_s`` wall seconds."""
+        ...
+
+    async def worker_alive(self) -> bool:
+        """True while some worker's last :meth:`heartbeat` holds."""
         ...
 
     async def lease_next(

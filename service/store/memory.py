@@ -9,13 +9,18 @@ its clock when it starts: the moment of its decision.
 from __future__ import annotations
 
 import math
+import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from scheduler_core.estimate.rates import add_event
 from service.clock import TimeSource, read_time
 from service.store.base import (
     ClickEvent,
+    EventBatch,
+    EventKind,
     EventStatus,
+    Folded,
     HostState,
     IdempotencyKey,
     ScoredParams,
@@ -35,7 +40,8 @@ class MemoryStore(MemoryHosts):
     """In-process implementation of :class:`service.store.base.Store` (its state and
     helpers: :class:`~service.store.memory_base.MemoryBase`; leases:
     :class:`~service.store.memory_dispatch.MemoryDispatch`; host control:
-    :class:`~service.store.memory_hosts.MemoryHosts`)."""
+    :class:`~service.store.memory_hosts.MemoryHosts`; the append log of signals
+    and clicks: :class:`~service.store.memory_events.EventLog`)."""
 
     # -- registration ------------------------------------------------------------------------
     async def upsert_urls(
@@ -215,6 +221,46 @@ class MemoryStore(MemoryHosts):
             out.append(EventStatus.ACCEPTED)
         self._answers.remember(once, out)
         return out
+
+    async def append_events(self, batch: EventBatch, once: IdempotencyKey | None = None) -> None:
+        if self._answers.replay(once) is not None:
+            return
+        self._log.append(batch)
+        self._answers.remember(once, [EventStatus.ACCEPTED])
+
+    async def fold_events(
+        self,
+        consumer: str,
+        max_parts: int,
+        discard_within_s: float,
+        decay_s: float,
+        claim_idle_s: float,
+    ) -> Folded:
+        counts: Counter[tuple[EventKind, EventStatus]] = Counter()
+        touched: dict[str, None] = {}
+        parts = self._log.take(max_parts)
+        for batch in parts:
+            times = batch.times.tolist()
+            if batch.kind is EventKind.SIGNAL:
+                signals = [SignalEvent(u, t) for u, t in zip(batch.urls, times, strict=True)]
+                statuses = await self.record_signals(signals, discard_within_s, decay_s)
+            else:
+                clicks = [ClickEvent(u, t) for u, t in zip(batch.urls, times, strict=True)]
+                statuses = await self.record_clicks(clicks, decay_s)
+            for url, st in zip(batch.urls, statuses, strict=True):
+                counts[batch.kind, st] += 1
+                if st is not EventStatus.UNKNOWN_URL:
+                    touched[url] = None
+        return Folded(len(parts), dict(counts), list(touched))
+
+    async def fold_lag(self) -> float:
+        return self._log.lag_s()
+
+    async def heartbeat(self, owner: str, ttl_s: float) -> None:
+        self._worker_until = time.monotonic() + ttl_s
+
+    async def worker_alive(self) -> bool:
+        return time.monotonic() < self._worker_until
 
     # -- estimator groups --------------------------------------------------------------------------
     async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:

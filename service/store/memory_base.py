@@ -24,6 +24,7 @@ from service.store.base import (
     UrlState,
     shard_of,
 )
+from service.store.memory_events import EventLog
 from service.store.memory_records import Answers, Host, Lease, Shard, Url
 
 __all__ = ["MemoryBase"]
@@ -80,6 +81,8 @@ class MemoryBase:
         # answers of batches under an idempotency key: registrations, events
         self._registered: Answers[bool] = Answers()
         self._answers: Answers[EventStatus] = Answers()
+        self._log = EventLog()  # signals and clicks appended, not yet folded
+        self._worker_until = -math.inf  # monotonic s: the end of a worker's last heartbeat
 
     # -- helpers ---------------------------------------------------------------------------
     def _host(self, name: str, crawl_delay_s: float | None) -> Host:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 
 import httpx
 import numpy as np
@@ -92,7 +93,9 @@ async def test_concurrent_next_callers_never_share_a_url(api: httpx.AsyncClient)
     assert len(urls) == len(set(urls)) == 40  # one per host: the gate (1 s) holds the rest
 
 
-async def test_signals_pull_a_url_forward(api: httpx.AsyncClient, clock: ManualClock) -> None:
+async def test_signals_pull_a_url_forward(
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
+) -> None:
     t0 = clock.now()
     common = {"weight": 1 / DAY, "change_rate": 1 / DAY, "last_crawled_at": t0}
     await _register(
@@ -108,6 +111,7 @@ async def test_signals_pull_a_url_forward(api: httpx.AsyncClient, clock: ManualC
     before = (await api.get("/urls/https://b.example/pinged")).json()
     signal = {"url": "https://b.example/pinged", "time": clock.now(), "source": "sitemap"}
     assert (await api.post("/signal", json={"signals": [signal]})).json()["accepted"] == 1
+    assert await fold() == 1
     after = (await api.get("/urls/https://b.example/pinged")).json()
     assert after["signals_since_crawl"] == 1
     assert after["due_at"] < before["due_at"]

@@ -1,14 +1,17 @@
 """``Idempotency-Key``: a batch repeated with its key gets its first answer again and
 changes nothing; without a key, or with another batch, it is a new batch.  On both
-stores, over every event route and registration."""
+stores, over every event route and registration; signals and clicks count once across
+their append and their fold."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.clock import ManualClock
 from service.settings import Settings
@@ -28,6 +31,19 @@ async def _counts(api: httpx.AsyncClient, url: str) -> tuple[int, int, int, int]
     return body["clicks"], body["signals"], body["crawls"], body["fetch_errors"]
 
 
+async def _events_total(api: httpx.AsyncClient, kind: str, status: str) -> float:
+    """``crawlsched_events_total{kind, status}`` as /metrics reports it (0 if absent)."""
+    text = (await api.get("/metrics")).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "crawlsched_events_total" and sample.labels == {
+                "kind": kind,
+                "status": status,
+            }:
+                return sample.value
+    return 0.0
+
+
 async def _register(api: httpx.AsyncClient) -> None:
     response = await api.post("/urls", json={"urls": [{"url": A}, {"url": B}]})
     assert response.status_code == 200, response.text
@@ -37,7 +53,12 @@ async def _register(api: httpx.AsyncClient) -> None:
     ("path", "field", "column"), [("/click", "clicks", 0), ("/signal", "signals", 1)]
 )
 async def test_repeated_event_batch_counts_once(
-    store_api: httpx.AsyncClient, clock: ManualClock, path: str, field: str, column: int
+    store_api: httpx.AsyncClient,
+    clock: ManualClock,
+    fold: Callable[[], Awaitable[int]],
+    path: str,
+    field: str,
+    column: int,
 ) -> None:
     await _register(store_api)
     now = clock.now()
@@ -46,14 +67,20 @@ async def test_repeated_event_batch_counts_once(
     }
     first = await store_api.post(path, json=batch, headers=_key("batch-1"))
     assert first.status_code == 200, first.text
-    assert first.json()["ignored"] == [{"index": 1, "status": "unknown_url"}]
+    assert first.json() == {"accepted": 3, "ignored": []}  # appended: classified by the fold
     for _ in range(2):
         again = await store_api.post(path, json=batch, headers=_key("batch-1"))
         assert again.status_code == 200 and again.json() == first.json()
+    await fold()
     assert [(await _counts(store_api, u))[column] for u in (A, B)] == [1, 1]
+    kind = field.removesuffix("s")
+    assert await _events_total(store_api, kind, "unknown_url") == 1
+    assert await _events_total(store_api, kind, "accepted") == 2
     # without the key the same events are new events
     assert (await store_api.post(path, json=batch)).status_code == 200
+    await fold()
     assert [(await _counts(store_api, u))[column] for u in (A, B)] == [2, 2]
+    assert await _events_total(store_api, kind, "unknown_url") == 2
 
 
 async def test_repeated_results_settle_once_and_answer_as_the_first_time(
@@ -91,7 +118,7 @@ async def test_repeated_registration_answers_as_the_first_time(
 
 
 async def test_a_key_names_its_batch_and_route(
-    store_api: httpx.AsyncClient, clock: ManualClock
+    store_api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
 ) -> None:
     """The same key with another batch, or on another route, is another batch."""
     await _register(store_api)
@@ -102,6 +129,7 @@ async def test_a_key_names_its_batch_and_route(
         assert (await store_api.post("/click", json=body, headers=_key("k"))).status_code == 200
     signal = {"signals": [{"url": A, "time": now}]}
     assert (await store_api.post("/signal", json=signal, headers=_key("k"))).status_code == 200
+    await fold()
     assert await _counts(store_api, A) == (2, 1, 0, 0)
     assert await _counts(store_api, B) == (1, 0, 0, 0)
 
@@ -111,15 +139,20 @@ async def test_a_key_names_its_batch_and_route(
     [Settings(lease_ttl_s=60.0, future_tolerance_s=60.0, idempotency_s=0.2)],
 )
 async def test_a_key_is_forgotten_after_idempotency_s(
-    store_api: httpx.AsyncClient, clock: ManualClock, settings: Settings
+    store_api: httpx.AsyncClient,
+    clock: ManualClock,
+    settings: Settings,
+    fold: Callable[[], Awaitable[int]],
 ) -> None:
     await _register(store_api)
     body = {"clicks": [{"url": A, "time": clock.now()}]}
     for _ in range(2):
         await store_api.post("/click", json=body, headers=_key("short"))
+    await fold()
     assert (await _counts(store_api, A))[0] == 1
     await asyncio.sleep(settings.idempotency_s + 0.1)  # wall time: the TTL is wall seconds
     await store_api.post("/click", json=body, headers=_key("short"))
+    await fold()
     assert (await _counts(store_api, A))[0] == 2
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -68,7 +69,7 @@ async def test_a_bare_url_learns_its_change_rate_from_crawl_outcomes(
 
 
 async def test_clicks_and_signals_move_importance_and_signal_rate(
-    api: httpx.AsyncClient, clock: ManualClock
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
 ) -> None:
     t0 = clock.now()
     await api.post("/urls", json={"urls": [{"url": URL, "last_crawled_at": t0}]})
@@ -78,6 +79,7 @@ async def test_clicks_and_signals_move_importance_and_signal_rate(
     signals = [{"url": URL, "time": t0 + k * 3 * 3600.0} for k in range(1, 80)]  # 8/day
     assert (await api.post("/click", json={"clicks": clicks})).status_code == 200
     assert (await api.post("/signal", json={"signals": signals})).status_code == 200
+    await fold()
     after = await explain(api, URL)
     assert after["weight"] * DAY_S == pytest.approx(40.0, rel=0.25)
     assert after["signal_rate"] * DAY_S == pytest.approx(8.0, rel=0.3)
@@ -85,12 +87,15 @@ async def test_clicks_and_signals_move_importance_and_signal_rate(
     assert after["weight"] > 10 * before["weight"]
 
 
-async def test_fixed_parameters_do_not_move(api: httpx.AsyncClient, clock: ManualClock) -> None:
+async def test_fixed_parameters_do_not_move(
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
+) -> None:
     t0 = clock.now()
     item = {"url": URL, "weight": 1e-5, "change_rate": 2e-6, "fixed": True, "last_crawled_at": t0}
     await api.post("/urls", json={"urls": [item]})
     clock.set(t0 + DAY_S)
     await api.post("/click", json={"clicks": [{"url": URL, "time": t0 + k} for k in range(100)]})
+    assert await fold() == 1
     out = await explain(api, URL)
     assert out["weight"] == 1e-5 and out["change_rate"] == 2e-6
     assert out["learning"]["fixed"] is True and out["learning"]["weight"]["prior_mean"] is None
@@ -112,7 +117,7 @@ async def test_registered_values_are_priors_and_the_starting_point(
 
 
 async def test_a_new_url_starts_from_its_host_and_label(
-    api: httpx.AsyncClient, clock: ManualClock
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
 ) -> None:
     """After a learning pass, a URL with no history starts near its host's click rate."""
     t0 = clock.now()
@@ -125,6 +130,7 @@ async def test_a_new_url_starts_from_its_host_and_label(
     clicks = [{"url": u, "time": t0 + k * 3600.0} for u in urls for k in range(1, 480)]  # 24/day
     for k in range(0, len(clicks), 5000):
         await api.post("/click", json={"clicks": clicks[k : k + 5000]})
+    await fold()
     ctx: Context = api._transport.app.state.context  # type: ignore[attr-defined]
     await learn_pass(ctx)
     new_busy, new_quiet = "https://busy.example/new", "https://quiet.example/new"
@@ -158,7 +164,7 @@ async def test_estimates_are_finite_for_a_never_changing_page(
 
 
 async def test_the_host_shows_its_signal_sources_precision(
-    api: httpx.AsyncClient, clock: ManualClock
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
 ) -> None:
     """Every signal is followed by a changed crawl, silence by an unchanged one: the
     host's pooled precision comes out high once the learner has passed."""
@@ -171,6 +177,7 @@ async def test_the_host_shows_its_signal_sources_precision(
         if k % 2 == 0:
             signal = {"url": URL, "time": clock.now() - 3600.0}
             assert (await api.post("/signal", json={"signals": [signal]})).status_code == 200
+            await fold()
         await crawl(api, clock, URL, changed=k % 2 == 0)
     ctx: Context = api._transport.app.state.context  # type: ignore[attr-defined]
     await learn_pass(ctx)

@@ -8,14 +8,16 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.clock import ManualClock
 from service.logs import configure_structlog, formatter
+from service.scheduler.fold import fold_step
 from service.scheduler.learning import learn_once
 
 pytestmark = pytest.mark.anyio
@@ -113,13 +115,42 @@ async def test_capacity_requested_beside_dispatched(api: httpx.AsyncClient) -> N
     assert samples[("crawlsched_dispatch_shortfall_total", ())] == 2
 
 
-async def test_relearn_queue_length_is_exported(api: httpx.AsyncClient, clock: ManualClock) -> None:
+async def test_relearn_queue_length_is_exported(
+    api: httpx.AsyncClient, clock: ManualClock, built_apps: list[FastAPI]
+) -> None:
     assert (await api.post("/urls", json={"urls": [{"url": "https://a.example/x"}]})).is_success
     click = {"clicks": [{"url": "https://a.example/x", "time": clock.now()}]}
     assert (await api.post("/click", json=click)).is_success
+    assert await fold_step(built_apps[0].state.context) == 1  # folded, queued, not flushed
     assert (await _samples(api))[("crawlsched_relearn_queue_urls", ())] == 1
     assert (await api.get("/urls/https://a.example/x")).is_success  # flushes the queue
     assert (await _samples(api))[("crawlsched_relearn_queue_urls", ())] == 0
+
+
+async def test_the_fold_classifies_events_and_its_lag_is_exported(
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
+) -> None:
+    """Signals and clicks are counted as appended when accepted; the fold classifies
+    them (``crawlsched_events_total``); ``crawlsched_fold_lag_seconds`` is the age of
+    the oldest unfolded event, 0 once folded."""
+    assert (await api.post("/urls", json={"urls": [{"url": "https://a.example/x"}]})).is_success
+    now = clock.now()
+    clicks = [{"url": u, "time": now} for u in ("https://a.example/x", "https://b.example/")]
+    signals = [{"url": "https://a.example/x", "time": now - 10.0}]
+    assert (await api.post("/click", json={"clicks": clicks})).json()["accepted"] == 2
+    assert (await api.post("/signal", json={"signals": signals})).json()["accepted"] == 1
+    samples = await _samples(api)
+    assert samples[("crawlsched_events_appended_total", (("kind", "click"),))] == 2
+    assert samples[("crawlsched_events_appended_total", (("kind", "signal"),))] == 1
+    assert samples[("crawlsched_fold_lag_seconds", ())] > 0
+    assert samples[("crawlsched_worker_up", ())] == 1  # the memory store's API folds itself
+    assert await fold() == 2
+    samples = await _samples(api)
+    assert samples[("crawlsched_fold_lag_seconds", ())] == 0
+    click, signal = (("kind", "click"),), (("kind", "signal"),)
+    assert samples[("crawlsched_events_total", (*click, ("status", "accepted")))] == 1
+    assert samples[("crawlsched_events_total", (*click, ("status", "unknown_url")))] == 1
+    assert samples[("crawlsched_events_total", (*signal, ("status", "accepted")))] == 1
 
 
 async def test_learner_exports_the_freshness_estimate_and_its_lag(

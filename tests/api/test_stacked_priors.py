@@ -17,6 +17,7 @@ from service.metrics import Metrics
 from service.scheduler import learning
 from service.scheduler.context import Context
 from service.scheduler.events import ingest_clicks, ingest_signals
+from service.scheduler.fold import fold_now
 from service.scheduler.learning import (
     _chain,
     history_of,
@@ -197,6 +198,7 @@ async def test_learn_is_the_per_url_composition(
             await ingest_clicks(ctx, [ClickIn(url=url, time=t)])
         else:
             await ingest_signals(ctx, [SignalIn(url=url, time=t)])
+        await fold_now(ctx)  # applied as the fold loop would
         clock.advance(60.0)
         t = clock.now()
     await learn_pass(ctx)  # host, label and global statistics

@@ -11,6 +11,7 @@ import redis
 
 from service.app import create_app
 from service.clock import ManualClock
+from service.scheduler.fold import fold_now
 from service.settings import Settings
 from service.store.redis.local import LocalCluster
 
@@ -48,10 +49,13 @@ async def test_service_runs_end_to_end_on_a_cluster(cluster: LocalCluster) -> No
             ] == 40
             sig = [{"url": x["url"], "time": T0 + 2} for x in leases]
             assert (await api.post("/signal", json={"signals": sig})).json()["accepted"] == 40
+            assert await fold_now(app.state.context, "test") == 16  # as a worker would
             explained = (await api.get(f"/urls/{leases[0]['url']}")).json()
             assert explained["crawls"] == 1 and explained["signals_since_crawl"] == 1
             metrics = (await api.get("/metrics")).text
             assert "crawlsched_urls 120.0" in metrics
+            assert (await api.get("/healthz")).status_code == 503  # no worker beats
+            await app.state.context.store.heartbeat("test", 10.0)
             assert (await api.get("/healthz")).json()["store"] == "redis"
     # every master holds some of the 16 shards
     sizes = []

@@ -1,8 +1,9 @@
 """The Redis store decides exactly as the memory store: the same seeded stream of
-registrations, signals, clicks, leases, results (some for leases never issued) and new
-parameters, some batches sent twice under an idempotency key, gives the same leases,
-in the same order, and the same URL states, priors and observations (decayed masses
-to 1e-12 relative: Lua's exp and Python's may differ in the last bit)."""
+registrations, signals and clicks (appended, then folded), leases, results (some for
+leases never issued) and new parameters, some batches sent twice under an idempotency
+key, gives the same fold counts, the same leases, in the same order, and the same URL
+states, priors and observations (decayed masses to 1e-12 relative: Lua's exp and
+Python's may differ in the last bit)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ from service.scheduler.context import Context
 from service.scheduler.dispatch import dispatch
 from service.settings import Settings
 from service.store.base import (
-    ClickEvent,
     ControlRules,
     CrawlOutcome,
+    EventBatch,
+    EventKind,
+    Folded,
     HostChange,
     IdempotencyKey,
     LeaseGrant,
@@ -106,6 +109,11 @@ def _masses(obs: Observations | None) -> list[float]:
     return [] if obs is None else [obs.click_mass, obs.signal_mass]
 
 
+def _folded(f: Folded) -> tuple[int, dict[tuple[EventKind, object], int], list[str]]:
+    """A fold's counts and touched URLs (in URL order: the stores fold shards apart)."""
+    return f.parts, dict(f.counts), sorted(f.touched)
+
+
 def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
     return [(g.state.url, g.gated) for g in grants]
 
@@ -126,17 +134,22 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
         for step in range(60):
             now += float(rng.exponential(40.0))
             picked = [urls[i] for i in rng.integers(len(urls), size=3)]
-            signals = [SignalEvent(u, now - float(rng.random() * 10)) for u in picked]
-            clicks = [ClickEvent(u, now) for u in picked[:2]]
+            signal_urls = [*picked, "https://unknown.example/"]
+            signals = EventBatch(
+                EventKind.SIGNAL, signal_urls, now - rng.random(len(signal_urls)) * 10
+            )
+            clicks = EventBatch(EventKind.CLICK, picked[:2], np.full(2, now))
             n, ahead = int(rng.integers(1, 8)), bool(rng.random() < 0.5)
             once = {k: IdempotencyKey(f"{k}{seed:02x}{step:04x}", 3600.0) for k in "abc"}
             sends = 2 if rng.random() < 0.3 else 1  # some batches are sent twice
-            answers = []
+            folds = []
             for s in stores:
                 for _ in range(sends):
-                    answers.append(await s.record_signals(signals, 5.0, DECAY_S, once["a"]))
-                    answers.append(await s.record_clicks(clicks, DECAY_S, once["b"]))
-            assert answers[: 2 * sends] == answers[2 * sends :]
+                    await s.append_events(signals, once["a"])
+                    await s.append_events(clicks, once["b"])
+                folds.append(_folded(await s.fold_events("diff", 100, 5.0, DECAY_S, 60.0)))
+            assert folds[0][1:] == folds[1][1:]  # the same counts, the same URLs
+            answers = []
             if rng.random() < 0.2:  # new parameters for some URLs of a host
                 host = f"h{int(rng.integers(12))}.example"
                 params = {

@@ -2,8 +2,9 @@
 a load-generator run, then a restart on the same port and data directory, loses no
 acknowledged event, no URL and no lease, and counts no event twice: the client's
 retries carry the batch's idempotency key, so a batch answered 503 after Redis applied
-part of it applies the rest, once.  The service answers 503 while Redis is down and
-recovers by itself.
+(or appended) part of it applies the rest, once; signals and clicks appended are folded
+once, by the worker or, for what it left when it stopped, by the test.  The service
+answers 503 while Redis is down and recovers by itself.
 
 Real processes only: a private ``redis-server``, the service under uvicorn (accelerated
 clock), the load generator over HTTP.  The world is seeded; the moment of the kill is
@@ -32,6 +33,7 @@ from service.loadgen.demo import served_app
 from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
 from service.loadgen.runner import LoadgenOptions, run_loadgen
+from service.settings import Settings
 from service.store.base import UrlState
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, expand_url
@@ -234,9 +236,18 @@ async def test_kill_9_mid_run_loses_no_acknowledged_event_url_or_lease(
                 after = (await http.get("/next", params={"n": 1})).json()
                 assert (await http.get("/healthz")).status_code == 200
 
-        # the service has stopped: the store holds still for the raw reads
+        # the service and its worker have stopped: fold what the worker left (taking
+        # over the batches it held), then the store holds still for the raw reads
         store = await RedisStore.connect(server.url, shards=SHARDS)
         try:
+            defaults = Settings()
+            while (
+                await store.fold_events(
+                    "test", 1000, defaults.signal_discard_s, defaults.estimate_decay_s, 0.0
+                )
+            ).parts:
+                pass
+            assert await store.fold_lag() == 0.0
             urls = [canonical_url(u) for u in world.urls]
             states = dict(zip(urls, await store.get_urls(urls), strict=True))
         finally:

@@ -24,6 +24,7 @@ import trustme
 from scheduler_core.sim import DAY_S
 from service.cli import main
 from service.client import CrawlschedClient, CrawlschedError
+from service.loadgen.demo import served_worker
 from service.ports import free_port
 from service.store.redis.local import LocalRedis
 
@@ -98,9 +99,11 @@ def test_tokens_on_a_real_socket(
     tmp_path: Path, store: str, request: pytest.FixtureRequest
 ) -> None:
     env = {"CRAWLSCHED_AUTH_TOKENS": "admin:a1,worker:w1"}
-    if store == "redis":
+    worker: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+    if store == "redis":  # a Redis deployment is healthy once a worker runs beside it
         env["CRAWLSCHED_STORE"] = request.getfixturevalue("redis_server").url
-    with served(tmp_path, env) as server:
+        worker = served_worker(env)
+    with worker, served(tmp_path, env) as server:
         urls = f"{server.base_url}/urls"
         anonymous = httpx.post(urls, json=BODY)
         assert anonymous.status_code == 401

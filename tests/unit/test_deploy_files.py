@@ -36,6 +36,16 @@ def test_compose_runs_redis_with_aof_two_replicas_and_an_opt_in_loadgen() -> Non
     assert services["loadgen"]["command"][:2] == ["crawlsched", "loadgen"]
 
 
+def test_compose_runs_a_worker_on_the_api_store() -> None:
+    """A Redis deployment needs a worker (the API's /healthz says 503 without one)."""
+    services = _compose()["services"]
+    worker = services["worker"]
+    assert worker["command"][:2] == ["crawlsched", "worker"]
+    assert "profiles" not in worker  # started by a plain `docker compose up`
+    assert worker["environment"] == services["api"]["environment"]
+    assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
 def test_compose_sets_only_real_settings() -> None:
     env = _compose()["services"]["api"]["environment"]
     fields = {f"CRAWLSCHED_{name.upper()}" for name in Settings.model_fields}
@@ -116,6 +126,7 @@ def exported() -> dict[str, set[str]]:
 
     from service.app import create_app
     from service.clock import ManualClock
+    from service.scheduler.fold import fold_now
     from service.scheduler.learning import learn_once
     from service.scheduler.rescoring import rescore_once
 
@@ -137,6 +148,7 @@ def exported() -> dict[str, set[str]]:
             events = [{"url": u["url"], "time": clock.now()} for u in urls]
             assert (await api.post("/click", json={"clicks": events})).is_success
             assert (await api.post("/signal", json={"signals": events})).is_success
+            await fold_now(app.state.context)
             assert (await api.get(f"/urls/{urls[0]['url']}")).is_success
             assert (await api.get("/no/such/route")).status_code == 404
             assert (await api.get("/next", params={"n": 0})).status_code == 422
@@ -221,7 +233,13 @@ def test_monitoring_profile_is_opt_in_and_its_files_exist() -> None:
 def test_prometheus_scrapes_every_replica_with_a_read_token() -> None:
     mounts = _mounts("prometheus")
     config = _yaml(mounts["/etc/prometheus/prometheus.yml"])
-    (job,) = config["scrape_configs"]
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    assert set(jobs) == {"crawlsched", "crawlsched-worker"}
+    (worker_sd,) = jobs["crawlsched-worker"]["dns_sd_configs"]
+    command = _compose()["services"]["worker"]["command"]
+    assert worker_sd["names"] == ["worker"]
+    assert worker_sd["port"] == int(command[command.index("--metrics-port") + 1])
+    job = jobs["crawlsched"]
     assert job["metrics_path"] == "/metrics"
     (sd,) = job["dns_sd_configs"]
     # one A record per replica of the compose service "api": every replica a target
@@ -290,6 +308,7 @@ def test_every_dashboard_query_names_an_exported_metric(exported: dict[str, set[
         "crawlsched_http_request_duration_seconds_bucket", "crawlsched_due_backlog",
         "crawlsched_leases_active", "crawlsched_freshness_estimate",
         "crawlsched_learner_last_cycle_timestamp_seconds", "crawlsched_relearn_queue_urls",
+        "crawlsched_fold_lag_seconds", "crawlsched_worker_up",
     ):  # fmt: skip
         assert metric in named, f"no panel shows {metric}"
     assert "histogram_quantile(0.5," in exprs and "histogram_quantile(0.99," in exprs

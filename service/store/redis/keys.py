@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GlobalKeys", "ShardKeys", "expand_url", "url_key"]
+__all__ = ["FOLD_GROUP", "GlobalKeys", "ShardKeys", "expand_url", "url_key"]
+
+#: The consumer group of the folders on every shard's event stream.
+FOLD_GROUP = "fold"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,13 @@ class ShardKeys:
         its last fetch that sent one (``signatures.lua``)."""
         return f"{self.tag}sig:{host}"
 
+    @property
+    def events(self) -> str:
+        """Stream: the shard's appended signal and click batches not yet folded, one
+        entry of packed columns per batch (``append.lua``; read by the consumer group
+        :data:`FOLD_GROUP`, deleted as ``fold.lua`` applies them)."""
+        return f"{self.tag}events"
+
     def est(self, host: str) -> str:
         """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
         crawl outcomes; ``records.EST_*``); a URL with none of these has no field."""
@@ -102,6 +112,12 @@ class GlobalKeys:
         """Hash: group key (``host:<name>``, ``label:<name>``, ``global``) -> the group's
         statistics as packed little-endian doubles (any count)."""
         return f"{self.prefix}:{{g}}:groups"
+
+    @property
+    def worker(self) -> str:
+        """String: the id of the last ``crawlsched worker`` to beat, expiring with its
+        heartbeat's TTL (absent: no live worker)."""
+        return f"{self.prefix}:{{g}}:worker"
 
     def leader(self, role: str) -> str:
         """String: the API process that holds ``role`` (e.g. the rescorer), with a TTL."""

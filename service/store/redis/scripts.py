@@ -26,7 +26,7 @@ Client = Redis | RedisCluster
 NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "set_params", "signals",
     "clicks", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
-    "stale_hosts", "host_ctl", "hosts", "delete_host", "purge", "signatures",
+    "stale_hosts", "host_ctl", "hosts", "delete_host", "purge", "signatures", "append", "fold",
 )  # fmt: skip
 
 

@@ -12,7 +12,8 @@ script (no lost updates).
 
 :class:`RedisStore` is built in layers, one file each: :mod:`.base` (client, shard
 keys, scripts, per-shard calls), :mod:`.multipliers` (λ₀ and λ_h), :mod:`.dispatch`
-(leases), :mod:`.hosts` (host control) and this module (registration, reads,
+(leases), :mod:`.hosts` (host control), :mod:`.events` (signals and clicks appended
+to streams, folded later; the worker's heartbeat) and this module (registration, reads,
 parameters, events, estimator groups, operations); :mod:`.client` connects and maps outages to
 :class:`~service.errors.StoreUnavailable`.
 """
@@ -41,6 +42,7 @@ from service.store.base import (
 )
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
+from service.store.redis.events import RedisEvents
 from service.store.redis.hosts import RedisHosts
 from service.store.redis.keys import url_key
 from service.store.redis.records import (
@@ -73,7 +75,7 @@ def _decay(decay_s: float) -> str:
     return repr(float(decay_s))
 
 
-class RedisStore(RedisHosts):
+class RedisStore(RedisEvents, RedisHosts):
     """Redis implementation of :class:`service.store.base.Store`.
 
     Parameters

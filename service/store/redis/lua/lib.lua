@@ -415,3 +415,43 @@ local function fold(mean, count, x, window, clip)
   if count > window then step = math.max(-clip, math.min(clip, step)) end
   return mean + step / math.min(count, window), count
 end
+
+-- One change-indicating signal at `t` (Unix s) of a URL: counted, folded into the
+-- decayed signal count (time constant `decay` s); stale at or before last crawl +
+-- `discard` s, otherwise it moves the due time (MATH.md "Due time", revisit cap `cap`
+-- s) and its host goes into `touched` (refresh_all).  Returns 0 accepted, 1 unknown
+-- URL, 2 stale.  (signals.lua, fold.lua)
+local function apply_signal(host, ukey, t, discard, cap, decay, touched)
+  local u = get_url(host, ukey)
+  if not u then return 1 end
+  u.signals = u.signals + 1
+  est_add_event(host, ukey, EST_SIGNALS, t, decay)
+  local code = 2
+  if isnan(u.last) or t > u.last + discard then
+    if not isnan(u.last) then u.n = u.n + 1 end
+    if isnan(u.lsig) or t > u.lsig then u.lsig = t end
+    unretire(host, u)  -- a signal brings a retired URL back
+    if move(host, ukey, u, due_time(u, cap)) then touched[host] = true end
+    code = 0
+  end
+  put_url(host, ukey, u)
+  return code
+end
+
+-- One click at `t` (Unix s) of a URL: counted, folded into the decayed click count
+-- (`decay` s).  Returns 0 accepted, 1 unknown URL.  (clicks.lua, fold.lua)
+local function apply_click(host, ukey, t, decay)
+  local key = K_URLS .. host
+  local rec = redis.call('HGET', key, ukey)
+  if not rec then return 1 end
+  -- two fields change: rewrite them in place, not the whole record
+  local last = struct.unpack('<d', rec, URL_LCLICK_AT)
+  if isnan(last) or t > last then last = t end
+  local clicks = struct.unpack('<I4', rec, URL_CLICKS_AT) + 1
+  redis.call('HSET', key, ukey,
+    string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
+    .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
+    .. string.sub(rec, URL_CLICKS_AT + 4))
+  est_add_event(host, ukey, EST_CLICKS, t, decay)
+  return 0
+end

@@ -13,24 +13,7 @@ local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
 local touched = {}
 for host, ukey, t in string.gmatch(ARGV[4], '(%S+) (%S+) (%S+)') do
-  t = num(t)
-  local u = get_url(host, ukey)
-  if not u then
-    out[#out + 1] = 1
-  else
-    u.signals = u.signals + 1
-    est_add_event(host, ukey, EST_SIGNALS, t, decay)
-    if not isnan(u.last) and t <= u.last + discard then
-      out[#out + 1] = 2
-    else
-      if not isnan(u.last) then u.n = u.n + 1 end
-      if isnan(u.lsig) or t > u.lsig then u.lsig = t end
-      unretire(host, u)  -- a signal brings a retired URL back
-      if move(host, ukey, u, due_time(u, cap)) then touched[host] = true end
-      out[#out + 1] = 0
-    end
-    put_url(host, ukey, u)
-  end
+  out[#out + 1] = apply_signal(host, ukey, num(t), discard, cap, decay, touched)
 end
 refresh_all(touched)
 once_remember(out, ARGV[5])

@@ -1,0 +1,165 @@
+"""``append.lua`` and ``fold.lua`` called directly against a private ``redis-server``:
+the state after each, that a repeat is safe, and that the fold applies an entry
+exactly once when its folder dies between the script and its ``XACK`` (the entry stays
+pending in the dead consumer's hands and another folder takes it over)."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import AsyncIterator, Iterator
+
+import numpy as np
+import pytest
+import redis
+
+from service.store.base import EventBatch, EventKind, EventStatus, IdempotencyKey, UrlRecord
+from service.store.redis import RedisStore
+from service.store.redis import events as events_module
+from service.store.redis.keys import FOLD_GROUP, ShardKeys, url_key
+from service.store.redis.local import LocalRedis
+from service.store.redis.scripts import Call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.redis]
+T0 = 1_000_000.0
+DECAY_S = 86_400.0
+SHARDS = 4
+URLS = [f"https://h{i}.example/p" for i in range(12)]
+
+
+def rec(url: str) -> UrlRecord:
+    return UrlRecord(
+        url=url, host=url.split("/")[2], weight=1.0, change_rate=0.01, recall=0.5,
+        false_signal_rate=0.01, signal_time_equivalent_s=30.0, threshold_s=100.0,
+        scored_lambda=1.0, last_crawled_at=T0,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server: LocalRedis) -> Iterator[redis.Redis]:
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+        yield client
+
+
+@pytest.fixture
+async def store(server: LocalRedis, raw: redis.Redis) -> AsyncIterator[RedisStore]:
+    s = await RedisStore.connect(server.url, shards=SHARDS)
+    await s.upsert_urls([rec(u) for u in URLS], T0)
+    yield s
+    await s.close()
+
+
+def _streams(raw: redis.Redis) -> dict[int, list[tuple[bytes, dict[bytes, bytes]]]]:
+    return {n: raw.xrange(ShardKeys(n).events) for n in range(SHARDS)}
+
+
+async def test_append_writes_one_entry_of_columns_per_shard_once(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    times = T0 + np.arange(len(URLS) + 1, dtype=np.float64)
+    urls = [*URLS, "https://nope.example/"]
+    once = IdempotencyKey("ab" * 16, 3600.0)
+    for _ in range(2):  # a repeat under the key appends nothing
+        await store.append_events(EventBatch(EventKind.SIGNAL, urls, times), once)
+    groups = store._by_shard(urls)
+    entries = _streams(raw)
+    for shard, items in groups.items():
+        ((_, fields),) = entries[shard]
+        assert fields[b"k"] == b"s"
+        got = struct.unpack(f"<{len(items)}d", fields[b"t"])
+        assert list(got) == [times[i] for i, _, _ in items]
+        assert fields[b"h"].decode().split(" ") == [h for _, h, _ in items]
+        assert fields[b"u"].decode().split(" ") == [k for _, _, k in items]
+        assert 0 < raw.pttl(ShardKeys(shard).once(once.digest)) <= 3_600_000
+    assert all(not entries[n] for n in range(SHARDS) if n not in groups)
+    assert all(s is not None and s.signals == 0 for s in await store.get_urls(URLS))
+
+
+async def _fold_call(store: RedisStore, shard: int, ids: list[bytes]) -> list[object]:
+    keys = (*store._script_keys[shard], store._keys[shard].events)
+    call = Call("fold", keys, (repr(10.0), store._cap, repr(DECAY_S), *ids))
+    (answer,) = await store._scripts.run(store.client, [call])
+    return list(answer)
+
+
+async def test_fold_applies_an_entry_and_deletes_it_a_repeat_changes_nothing(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    urls = [URLS[0], URLS[0], "https://nope.example/"]  # one host: one shard
+    await store.append_events(EventBatch(EventKind.CLICK, urls, np.array([T0 + 1, T0 + 2, T0])))
+    shard = store._shard("h0.example")
+    ids = [entry_id for entry_id, _ in _streams(raw)[shard]]
+    parts, *counts, touched = await _fold_call(store, shard, ids)
+    assert (parts, counts) == (1, [0, 0, 0, 2, 1])  # two clicks accepted, one unknown URL
+    assert touched == [b"h0.example", url_key(URLS[0], "h0.example").encode()]
+    assert raw.xlen(ShardKeys(shard).events) == 0
+    (state,) = await store.get_urls(URLS[:1])
+    assert state is not None and (state.clicks, state.last_click_at) == (2, T0 + 2)
+    assert await _fold_call(store, shard, ids) == [0, 0, 0, 0, 0, 0, []]  # gone: skipped
+    assert await store.get_urls(URLS[:1]) == [state]
+
+
+async def test_a_folder_killed_between_apply_and_ack_applies_once(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """The dead folder read every entry and applied half the shards' before dying (no
+    XACK); the next folder takes the pending entries over: the applied ones are not
+    applied again, the others are, once."""
+    await store.append_events(EventBatch(EventKind.CLICK, URLS, np.full(len(URLS), T0 + 1)))
+    taken = await store._take("dead", 100, 60.0)
+    shards = [n for n, ids in enumerate(taken) if ids]
+    assert len(shards) >= 2
+    for n in shards[: len(shards) // 2]:
+        ids = [entry_id for entry_id, _ in taken[n]]
+        await _fold_call(store, n, ids)  # applied; the folder dies before its XACK
+    pending = sum(raw.xpending(ShardKeys(n).events, FOLD_GROUP)["pending"] for n in shards)
+    assert pending == len(shards)
+    # a live folder that waits for the claim time leaves the dead one's entries alone
+    assert (await store.fold_events("live", 100, 10.0, DECAY_S, 3600.0)).parts == 0
+    folded = await store.fold_events("live", 100, 10.0, DECAY_S, 0.0)  # takes them over
+    applied_before = sum(len(store._by_shard(URLS)[n]) for n in shards[: len(shards) // 2])
+    assert folded.counts == {(EventKind.CLICK, EventStatus.ACCEPTED): len(URLS) - applied_before}
+    assert all(s is not None and s.clicks == 1 for s in await store.get_urls(URLS))
+    assert sum(raw.xpending(ShardKeys(n).events, FOLD_GROUP)["pending"] for n in shards) == 0
+    assert await store.fold_lag() == 0.0
+    assert (await store.fold_events("live", 100, 10.0, DECAY_S, 0.0)).parts == 0
+
+
+async def test_a_fold_call_applies_a_bounded_number_of_events(
+    store: RedisStore, raw: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries are folded in script calls of about ``_EVENTS_PER_CALL`` events (Redis
+    serves other clients between them), each once, none split."""
+    monkeypatch.setattr(events_module, "_EVENTS_PER_CALL", 5)
+    url = URLS[0]
+    for k in range(4):  # entries of 3 events: one call each, 12 clicks in all
+        await store.append_events(EventBatch(EventKind.CLICK, [url] * 3, np.full(3, T0 + k)))
+    shard = store._shard("h0.example")
+    taken = await store._take("f", 100, 60.0)
+    assert [events for _, events in taken[shard]] == [3, 3, 3, 3]
+    assert [len(c) for c in events_module._chunks(taken[shard])] == [1, 1, 1, 1]
+    assert events_module._chunks([(b"1-0", 0), (b"2-0", 2), (b"3-0", 2)]) == [
+        [b"1-0"], [b"2-0", b"3-0"],
+    ]  # fmt: skip
+    await store.fold_events("f", 100, 10.0, DECAY_S, 0.0)  # takes them over from "f"
+    (state,) = await store.get_urls([url])
+    assert state is not None and state.clicks == 12
+    assert raw.xlen(ShardKeys(shard).events) == 0
+
+
+async def test_the_fold_recreates_its_group_after_a_flush(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """Data flushed (or restored from before the group existed): the next fold makes
+    the consumer group again instead of failing."""
+    raw.flushall()
+    await store.upsert_urls([rec(URLS[0])], T0)
+    assert (await store.fold_events("f", 100, 10.0, DECAY_S, 60.0)).parts == 0
+    await store.append_events(EventBatch(EventKind.CLICK, URLS[:1], np.array([T0 + 1])))
+    assert (await store.fold_events("f", 100, 10.0, DECAY_S, 60.0)).parts == 1
