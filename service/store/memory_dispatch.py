@@ -12,7 +12,12 @@ from itertools import islice
 
 import numpy as np
 
-from scheduler_core.multipliers import TrackerConfig, update_log_mean
+from scheduler_core.multipliers import (
+    TrackerConfig,
+    dispatch_gated,
+    host_observation,
+    update_log_mean,
+)
 from service.clock import TimeSource, read_time
 from service.store.base import (
     CrawlOutcome,
@@ -55,7 +60,7 @@ class MemoryDispatch(MemoryBase):
 
     def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row:
         due_at, url = host.queue.pop(0)
-        gated = due_at <= now and host.gate_at > due_at
+        gated = dispatch_gated(due_at, host.gate_at, now, host.crawl_delay_s)
         host.gate_at = now + host.crawl_delay_s
         self._refresh(host)
         self._lease_seq += 1
@@ -247,6 +252,6 @@ class MemoryDispatch(MemoryBase):
             host = self._hosts.get(o.host)
             if host is None:
                 continue
-            x = o.log_value if o.gated else log_lam0
+            x = host_observation(o.log_value, o.gated, log_lam0)
             if x is not None:
                 host.estimate = update_log_mean(host.estimate, (x,), config)
