@@ -6,6 +6,17 @@ optimum every crawled URL is dispatched when its crawl value reaches
 thresholds: λ₀ from URLs whose dispatch was not held back by their host's
 politeness gate, λ_h from how far above λ₀ the gated dispatches of host h go.
 
+A dispatch counts as held back by politeness (*gated*, :func:`dispatch_gated`) only
+when its URL was due before the host's gate opened and it went out within
+``BOUND_SLACK`` crawl delays of that opening: the host was busy all along.  A URL
+that waited longer than that after the gate opened waited for the global budget,
+and its value is evidence about λ₀.
+
+A host's estimate is the running mean of ln(Λ_h / λ₀), the excess of its
+threshold over λ₀ (a gated dispatch gives ln V − ln λ₀, any other dispatch of the
+host 0), and λ_h = λ₀ · max(0, e^mean − 1) (:func:`host_multiplier`): λ_h moves
+with λ₀ at once, where a mean of ln Λ_h would lag it by a host's window.
+
 Estimates are running means of log values: plain means for the first
 ``window`` observations, then an exponentially weighted mean with rate
 ``1/window``, each step clipped to ``clip`` (in log units) so that a single
@@ -20,7 +31,20 @@ from dataclasses import dataclass
 
 from scheduler_core.errors import ParameterError
 
-__all__ = ["LogMean", "TrackerConfig", "host_multiplier", "update_log_mean"]
+__all__ = [
+    "BOUND_SLACK",
+    "LogMean",
+    "TrackerConfig",
+    "dispatch_gated",
+    "host_multiplier",
+    "host_observation",
+    "update_log_mean",
+]
+
+#: A dispatch is held back by politeness if it goes out within this many crawl delays
+#: of its host's gate opening (and its URL was due before that).  The Redis store's
+#: ``lease.lua`` holds the same constant.
+BOUND_SLACK = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,18 +125,88 @@ def update_log_mean(state: LogMean, log_values: Iterable[float], config: Tracker
     return LogMean(mean, count)
 
 
-def host_multiplier(lambda0: float | None, host_estimate: LogMean) -> float:
-    """λ_h = max(0, exp(host log mean) − λ₀): how far a host's threshold sits above λ₀.
+def dispatch_gated(url_due: float, gate_at: float, now: float, crawl_delay: float) -> bool:
+    """Whether a dispatch was held back by its host's politeness gate.
 
+    Parameters
+    ----------
+    url_due : float
+        When the URL became due (any time unit, the same for all four arguments).
+    gate_at : float
+        When the host's gate opened, before this dispatch moved it (≤ ``now``).
+    now : float
+        The dispatch time.
+    crawl_delay : float
+        The host's crawl delay (> 0).
+
+    Returns
+    -------
+    bool
+        True when the URL was due before the gate opened and goes out within
+        ``BOUND_SLACK`` crawl delays of the opening: its host, not the budget,
+        held it back, and its value at dispatch measures Λ_h = λ₀ + λ_h.
+
+    References
+    ----------
+    MATH.md, "Estimating the multipliers online".
+
+    Examples
+    --------
+    >>> dispatch_gated(0.0, 10.0, 10.4, 1.0), dispatch_gated(0.0, 10.0, 10.6, 1.0)
+    (True, False)
+    >>> dispatch_gated(10.0, 10.0, 10.0, 1.0)  # due when the gate opened: not held back
+    False
+    """
+    return url_due <= now and url_due < gate_at and now - gate_at <= BOUND_SLACK * crawl_delay
+
+
+def host_observation(log_value: float, gated: bool, log_lambda0: float | None) -> float | None:
+    """What a dispatch adds to its host's mean of ln(Λ_h / λ₀).
+
+    Parameters
+    ----------
+    log_value : float
+        ln V of the dispatched URL (V in value units).
+    gated : bool
+        Whether the dispatch was held back by politeness (:func:`dispatch_gated`).
+    log_lambda0 : float or None
+        ln λ₀ after this batch's ungated values were folded in; None before any.
+
+    Returns
+    -------
+    float or None
+        ln V − ln λ₀ for a gated dispatch, 0 for any other (the host's threshold is
+        λ₀'s), None when there is nothing to add (no λ₀ yet, or a non-finite value).
+
+    Examples
+    --------
+    >>> x = host_observation(math.log(8.0), True, math.log(2.0))
+    >>> round(math.exp(x or 0.0), 12)
+    4.0
+    >>> host_observation(math.log(8.0), False, math.log(2.0)), host_observation(1.0, True, None)
+    (0.0, None)
+    """
+    if log_lambda0 is None or not math.isfinite(log_lambda0):
+        return None
+    if not gated:
+        return 0.0
+    x = log_value - log_lambda0
+    return x if math.isfinite(x) else None
+
+
+def host_multiplier(lambda0: float | None, host_estimate: LogMean) -> float:
+    """λ_h = λ₀ · max(0, exp(host log mean) − 1): how far a host's threshold sits above λ₀.
+
+    The host's estimate is the mean of ln(Λ_h / λ₀) (:func:`host_observation`).
     Returns 0 while either estimate is missing.
 
     Examples
     --------
-    >>> round(host_multiplier(2.0, LogMean(math.log(5.0), 10)), 12)
+    >>> round(host_multiplier(2.0, LogMean(math.log(2.5), 10)), 12)
     3.0
-    >>> host_multiplier(2.0, LogMean(math.log(1.0), 10))
+    >>> host_multiplier(2.0, LogMean(math.log(0.5), 10))
     0.0
     """
     if lambda0 is None or host_estimate.log_mean is None:
         return 0.0
-    return max(0.0, math.exp(host_estimate.log_mean) - lambda0)
+    return lambda0 * max(0.0, math.expm1(host_estimate.log_mean))

@@ -30,7 +30,8 @@ async def dispatch(
     Due URLs go first (earliest due first: the threshold policy of MATH.md, "From
     values to decisions"); with ``dispatch_ahead`` the rest of the capacity goes to
     the URLs due soonest (below threshold, which pulls λ₀ down).  The values at
-    dispatch feed the λ₀ / λ_h estimates (a URL held back by its host's gate feeds
+    dispatch feed the λ₀ / λ_h estimates (a URL held back by its host's gate, as the
+    store classifies it with ``scheduler_core.multipliers.dispatch_gated``, feeds
     λ_h, once λ₀ has an estimate), except those of URLs due only by the revisit cap
     (their value is below any threshold by construction).  The leases come as
     columns and the values are computed on them (no per-URL state object).

@@ -12,7 +12,12 @@ from itertools import islice
 
 import numpy as np
 
-from scheduler_core.multipliers import TrackerConfig, update_log_mean
+from scheduler_core.multipliers import (
+    TrackerConfig,
+    dispatch_gated,
+    host_observation,
+    update_log_mean,
+)
 from service.clock import TimeSource, read_time
 from service.store.base import (
     BlockReason,
@@ -69,7 +74,8 @@ class MemoryDispatch(MemoryBase):
             return None
         host.queue.pop(0)
         opened = max(host.gate_at, host.blocked_until or -math.inf)
-        gated = due_at <= now and opened > due_at  # held by politeness or a block
+        # held by politeness or a block (the gate opened late and it went out at once)
+        gated = dispatch_gated(due_at, opened, now, host.crawl_delay_s)
         host.gate_at = now + host.crawl_delay_s
         host.in_flight += 1
         self._refresh(host)
@@ -328,6 +334,6 @@ class MemoryDispatch(MemoryBase):
             host = self._hosts.get(o.host)
             if host is None:
                 continue
-            x = o.log_value if o.gated else log_lam0
+            x = host_observation(o.log_value, o.gated, log_lam0)
             if x is not None:
                 host.estimate = update_log_mean(host.estimate, (x,), config)

@@ -114,6 +114,44 @@ async def test_host_gate_spaces_dispatches_by_crawl_delay(store: Store) -> None:
     assert host is not None and host.gate_at == now + 20.0
 
 
+async def test_a_lease_is_gated_only_when_politeness_held_it_back(store: Store) -> None:
+    """Gated: due before the host's gate opened and leased within BOUND_SLACK = 0.5 crawl
+    delays of the opening; leased later it waited for the budget, not for the host."""
+    await store.upsert_urls([rec(f"https://one.example/{i}", delay=10.0) for i in range(3)], T0)
+    now = T0 + 1000.0  # every URL due since T0 + 100
+    (first,) = (await store.lease_next(now, 1, 60.0, dispatch_ahead=False)).grants
+    assert not first.gated  # the gate had never closed
+    (held,) = (await store.lease_next(now + 14.0, 1, 60.0, dispatch_ahead=False)).grants
+    assert held.gated  # the gate opened at now + 10: 0.4 crawl delays ago
+    (late,) = (await store.lease_next(now + 30.0, 1, 60.0, dispatch_ahead=False)).grants
+    assert not late.gated  # the gate opened at now + 24: 0.6 crawl delays ago
+    await store.upsert_urls(
+        [rec("https://two.example/a", delay=10.0), rec("https://two.example/b", delay=10.0,
+         threshold_s=1015.0)], T0,
+    )  # fmt: skip
+    (a,) = (await store.lease_next(now, 1, 60.0, dispatch_ahead=False)).grants
+    (b,) = (await store.lease_next(now + 15.0, 1, 60.0, dispatch_ahead=False)).grants
+    assert b.state.url == "https://two.example/b"
+    assert not b.gated  # due at now + 15, after the gate opened at now + 10
+
+
+async def test_a_hosts_threshold_moves_with_lambda0(store: Store) -> None:
+    """A host's estimate is ln(Λ_h / λ₀): when λ₀ moves, Λ_h keeps its ratio to it."""
+    await store.upsert_urls([rec("https://a.example/x"), rec("https://b.example/y")], T0)
+    cfg = TrackerConfig(window=4, clip=10)
+    free = [DispatchObservation("a.example", math.log(2.0), gated=False)] * 4
+    gated = [DispatchObservation("b.example", math.log(8.0), gated=True)] * 4
+    await store.observe_dispatch(free + gated, cfg)
+    before = await store.host_thresholds(["a.example", "b.example"])
+    assert (before["a.example"], before["b.example"]) == (pytest.approx(2.0), pytest.approx(8.0))
+    await store.observe_dispatch([DispatchObservation("c.example", math.log(5.0), False)] * 6, cfg)
+    lam0 = (await store.stats(T0, 0)).lambda0
+    assert lam0 is not None and lam0 > 4.0
+    after = await store.host_thresholds(["a.example", "b.example"])
+    assert after["a.example"] == pytest.approx(lam0)
+    assert after["b.example"] == pytest.approx(4.0 * lam0)  # λ_b = 3 λ₀, unobserved since
+
+
 async def test_expired_lease_makes_url_due_again(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x")], T0)
     (g1,) = (await store.lease_next(T0 + 200, 1, 60.0, dispatch_ahead=False)).grants

@@ -30,6 +30,43 @@ def test_the_service_crawls_at_the_budget_and_beats_round_robin() -> None:
     assert policy.lambda0 is not None and policy.lambda0 > 0
 
 
+def test_hosts_without_a_limit_are_never_taken_as_held_back_by_politeness() -> None:
+    """Steps of more crawls than hosts lease several URLs of a host in one step; without
+    host limits none of them was held back by politeness, so no λ_h rises."""
+    w = world(signals=False, duration_days=10)
+    policy = ServicePolicy(params="oracle")
+    simulate(w, policy, crawls_per_step=12)
+    assert policy.lambda0 is not None and policy.lambda0 > 0
+    assert policy.host_lambdas.tolist() == [0.0] * len(w.hosts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("quality", "seed"), [("per_url", 1), ("per_host", 0)])
+def test_the_online_lambda0_settles_within_ten_percent_of_the_solvers(
+    quality: str, seed: int
+) -> None:
+    """Over the second half of a run, the geometric mean of the online λ₀ lies within
+    10% of the offline solver's (the service's acceptance figure), on the default world
+    as ``bench/anchors.py`` scales it (200 URLs on 10 hosts, 20 crawls a day, 200 days,
+    5 crawls a step, host limits on), with the true parameters.  The run is
+    deterministic (seeded world, deterministic service); the 10% covers the estimate's
+    own wobble, an exponential window of 64 dispatches whose log values spread by about
+    one log unit: over the second half's 2,000 dispatches (~30 windows) its standard
+    error is ≈ 1 / sqrt(2·64·30) ≈ 2%."""
+    spec = WorldSpec(
+        urls=200, hosts=10, budget_per_day=20.0, duration_days=200, seed=seed,
+        signal_quality=quality,
+    )  # fmt: skip
+    w = World.generate(spec)
+    policy = ServicePolicy(params="oracle")
+    simulate(w, policy, crawls_per_step=5, host_limits=True)
+    opt = solve_host_optimum(
+        w.params, w.host_of, problem_of(w, host_limits=True).host_limit_per_s, w.budget_per_s
+    )
+    assert policy.lambda0_settled is not None
+    assert policy.lambda0_settled == pytest.approx(opt.lambda0, rel=0.10)
+
+
 @pytest.mark.slow
 def test_learned_parameters_crawl_at_the_budget_and_learn_from_the_world() -> None:
     """Registered bare, the service estimates W from clicks and Δ from outcomes."""

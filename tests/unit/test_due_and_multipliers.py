@@ -9,7 +9,14 @@ import pytest
 
 from scheduler_core.due import due_time
 from scheduler_core.errors import ParameterError
-from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier, update_log_mean
+from scheduler_core.multipliers import (
+    LogMean,
+    TrackerConfig,
+    dispatch_gated,
+    host_multiplier,
+    host_observation,
+    update_log_mean,
+)
 
 
 def _due(**kw: object) -> float:
@@ -72,6 +79,32 @@ def test_host_multiplier() -> None:
     assert host_multiplier(None, LogMean(1.0, 3)) == 0.0
     assert host_multiplier(1.0, LogMean()) == 0.0
     assert host_multiplier(1.0, LogMean(math.log(3.0), 3)) == pytest.approx(2.0)
+    # the mean is ln(Λ_h / λ₀): λ_h scales with λ₀, and is 0 below λ₀
+    assert host_multiplier(5.0, LogMean(math.log(3.0), 3)) == pytest.approx(10.0)
+    assert host_multiplier(5.0, LogMean(math.log(0.5), 3)) == 0.0
+
+
+@pytest.mark.parametrize("unit_s", [1e-6, 1.0, 86_400.0])
+def test_dispatch_gated_holds_in_any_time_unit(unit_s: float) -> None:
+    """The same dispatches, timed in µs, s or days, classify the same."""
+    delay, gate = 10.0 * unit_s, 1_000.0 * unit_s
+    for due, now, held in [
+        (0.0, 1_000.0, True),  # at the opening
+        (0.0, 1_004.9, True),  # 0.49 crawl delays after it
+        (0.0, 1_005.1, False),  # 0.51: the budget held it, not the host
+        (999.0, 1_003.0, True),
+        (1_000.0, 1_003.0, False),  # due when the gate opened
+        (1_002.0, 1_003.0, False),  # due after it
+        (1_004.0, 1_003.0, False),  # not due yet (dispatched ahead)
+    ]:
+        assert dispatch_gated(due * unit_s, gate, now * unit_s, delay) is held, (due, now)
+
+
+def test_host_observation() -> None:
+    assert host_observation(math.log(6.0), True, math.log(2.0)) == pytest.approx(math.log(3.0))
+    assert host_observation(math.log(6.0), False, math.log(2.0)) == 0.0
+    assert host_observation(math.log(6.0), True, None) is None
+    assert host_observation(-math.inf, True, 0.0) is None
 
 
 def test_tracker_config_validates() -> None:

@@ -282,7 +282,7 @@ class RedisDispatch(RedisMultipliers):
                 urls.append(expand_url(ukey, host))
                 lease_ids.append(format_lease_id(a.shards[idx - 1], seq, a.nonce))
                 deadline.append(a.deadline)
-                lam_h = 0.0 if lam0 is None or mean != mean else max(0.0, math.exp(mean) - lam0)
+                lam_h = 0.0 if lam0 is None or mean != mean else lam0 * max(0.0, math.expm1(mean))
                 threshold.append(base + lam_h)
                 keys.append((ready > a.now, ready, host))
         rec = (

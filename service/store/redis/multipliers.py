@@ -10,7 +10,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from redis.exceptions import RedisError
-from scheduler_core.multipliers import LogMean, TrackerConfig, host_multiplier
+from scheduler_core.multipliers import (
+    LogMean,
+    TrackerConfig,
+    host_multiplier,
+    host_observation,
+)
 from service.errors import StoreUnavailable
 from service.store.base import DispatchObservation
 from service.store.redis.base import RedisBase
@@ -148,8 +153,8 @@ class RedisMultipliers(RedisBase):
             log_lam0 = None if mean is None else float(mean)
         groups: dict[int, list[str]] = defaultdict(list)
         for o in observations:
-            x = o.log_value if o.gated else log_lam0
-            if x is not None and math.isfinite(x):
+            x = host_observation(o.log_value, o.gated, log_lam0)
+            if x is not None:
                 groups[self._shard(o.host)] += (o.host, repr(x))
         await self._run(
             [self._call("observe", s, (window, clip, *args)) for s, args in groups.items()]

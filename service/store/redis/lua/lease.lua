@@ -27,9 +27,13 @@
 -- ('' = any; then the call holds that host's shard alone); then the 9 keys of each of
 -- the last U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
 -- values ln V of ungated dispatches (for λ₀; only with the multiplier key), then per
--- dispatch observation three values: shard index (1..S), host, ln V ('' = ln λ₀ after
--- the fold).
+-- dispatch observation three values: shard index (1..S), host, ln V of a gated one
+-- ('' for an ungated one).  A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py):
+-- a gated dispatch adds ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
+-- A lease is gated (held back by politeness) when its URL was due before the host's gate
+-- opened and it goes out within BOUND_SLACK crawl delays of the opening.
 local GRANT = '<ddI4HHHB'
+local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
 local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5])
@@ -62,7 +66,7 @@ if K_MULT then
   log_lam0, lam0_count = mean, str(count)
   for i = A + 4 + F, #ARGV, 3 do
     local x = ARGV[i + 2]
-    if x == '' then x = log_lam0 else x = num(x) end
+    if x == '' then x = log_lam0 - log_lam0 else x = num(x) - log_lam0 end  -- NaN: no λ₀
     if not isnan(x) then
       use_shard(SHARD_KEYS, num(ARGV[i]))
       local h = get_host(ARGV[i + 1])
@@ -247,7 +251,9 @@ for s, idx in pairs(by_shard) do
         local opened = h.gate
         if not isnan(h.blocked) then opened = math.max(opened, h.blocked) end
         local gated = 0  -- held by politeness or a block
-        if url_due <= now and opened > url_due then gated = 1 end
+        if url_due <= now and opened > url_due and now - opened <= BOUND_SLACK * h.delay then
+          gated = 1
+        end
         local was_ready = math.max(url_due, opened)
         h.gate = now + h.delay
         h.flight = h.flight + 1

@@ -15,7 +15,8 @@ for i = 1, #all, 2 do
     local target = 0
     if lam0 then
       target = lam0
-      if not isnan(mean) then target = lam0 + math.max(0, math.exp(mean) - lam0) end
+      -- the host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py)
+      if not isnan(mean) then target = lam0 * math.max(1, math.exp(mean)) end
     end
     local drift
     if isnan(scored) or (scored > 0) ~= (target > 0) then
