@@ -67,8 +67,9 @@ async def _lease(
 
 
 def _host(raw: redis.Redis, host: str) -> tuple[float, ...]:
-    """delay, gate, mean, count, scored Λ of the host record."""
-    return HOST.unpack(raw.hget(ShardKeys(shard_of(host, SHARDS)).hosts, host) or b"")
+    """delay, gate, mean, count, scored Λ of the host record (its head; the frontier
+    controls' tail follows)."""
+    return HOST.unpack_from(raw.hget(ShardKeys(shard_of(host, SHARDS)).hosts, host) or b"")
 
 
 def test_the_script_holds_the_cores_slack() -> None:
