@@ -32,8 +32,8 @@ What goes where:
   downloaded (signal ``response_downloaded``, before any middleware turns it into
   a retry or a redirect): its status, the service-clock time, and "changed" from
   :class:`~crawlsched.scrapy.changes.ChangeDetector` (304: unchanged).  A 429's or
-  503's ``Retry-After`` is not passed on: the API has no field for it yet (the
-  service retries a failed fetch after its ``retry_delay_s``).  A fetch
+  5xx's ``Retry-After`` goes with it as ``retry_after_s`` (on the service's clock:
+  wall seconds times its rate), so the service blocks the host that long.  A fetch
   that got no response is reported with status 0.  A retry Scrapy schedules for a
   leased request is dropped: the service retries failed fetches itself.
 - **Politeness**: the service leases a host's URLs no faster than its crawl delay;
@@ -73,6 +73,7 @@ from crawlsched.client import AsyncClient, CrawlschedError
 from crawlsched.scrapy.changes import ChangeDetector, ServiceClock
 from crawlsched.scrapy.dupefilter import DupeFilter
 from crawlsched.scrapy.politeness import HostDelays
+from crawlsched.scrapy.retry_after import retry_after_s
 from crawlsched.scrapy.templates import LEASE_META, REGISTRATION_META, RequestTemplates
 from service.urls import canonical_url, host_of
 
@@ -390,25 +391,35 @@ class Scheduler(BaseScheduler):
             None if modified is None else modified.decode("latin-1"),
             response.body,
         )
-        self._settle(lease, response.status, changed)
+        wait_s = None
+        if response.status == 429 or response.status >= 500:
+            wait_s = retry_after_s(header(b"Retry-After"))
+        self._settle(lease, response.status, changed, wait_s)
 
     def _on_left_downloader(self, request: Request, spider: Spider) -> None:
         lease = request.meta.get(LEASE_META)
         if lease is not None and lease["lease_id"] in self._outstanding:
             self._settle(lease, 0, None)  # no response: a network error
 
-    def _settle(self, lease: dict[str, Any], status: int, changed: bool | None) -> None:
+    def _settle(
+        self,
+        lease: dict[str, Any],
+        status: int,
+        changed: bool | None,
+        retry_after_wall_s: float | None = None,
+    ) -> None:
         assert self._clock is not None
         del self._outstanding[lease["lease_id"]]
-        self._results.append(
-            {
-                "url": lease["url"],
-                "lease_id": lease["lease_id"],
-                "fetched_at": self._clock.now(),
-                "status": status,
-                "changed": changed,
-            }
-        )
+        result = {
+            "url": lease["url"],
+            "lease_id": lease["lease_id"],
+            "fetched_at": self._clock.now(),
+            "status": status,
+            "changed": changed,
+        }
+        if retry_after_wall_s is not None:
+            result["retry_after_s"] = retry_after_wall_s * self._clock.rate
+        self._results.append(result)
         self._inc(f"crawlsched/fetched/{status}")
 
     def _on_reached_downloader(self, request: Request, spider: Spider) -> None:
