@@ -170,11 +170,14 @@ async def test_registering_again_or_a_signal_brings_a_retired_url_back(controlle
 
 async def test_purge_deletes_urls_retired_before_a_time(controlled: Store) -> None:
     await controlled.upsert_urls([rec(A), rec(B), rec("https://c.example/z")], T0)
+    await controlled.swap_signatures([(A, "sig-a"), (B, "sig-b")])
     leased = await lease(controlled, T0 + 500)
     await settle(controlled, result(A, leased[A], T0 + 501, 200, retire=RetireReason.DONE))
     await settle(controlled, result(B, leased[B], T0 + 601, 200, retire=RetireReason.DONE))
     assert await controlled.purge_retired(T0 + 600) == 1
     assert await controlled.get_urls([A]) == [None]
+    # a purged URL's content signature goes with it; a kept one's stays
+    assert await controlled.swap_signatures([(A, "x"), (B, "sig-b")]) == [None, "sig-b"]
     assert await controlled.purge_retired(T0 + 600) == 0
     assert await controlled.purge_retired(T0 + 700) == 1
     stats = await controlled.stats(T0 + 700, 0)

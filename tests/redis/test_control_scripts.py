@@ -113,10 +113,11 @@ async def test_hosts_delete_host_and_purge(store: RedisStore, raw: redis.Redis) 
                         retire=RetireReason.DONE)  # fmt: skip
     await store.settle([done], 60.0, 0.0, 8)
     assert _host_ctl(raw)[6] == 1 and raw.hget(KEYS.meta, "retired") == b"1"
-    for expect in (0, 0):
-        assert await _run(store, "purge", repr(T0 + 501)) == expect
-    for expect in (1, 0):
-        assert await _run(store, "purge", repr(T0 + 502)) == expect
+    gone = [HOST_NAME.encode(), url_key(g.state.url, HOST_NAME).encode()]
+    for dropped in ([], []):
+        assert await _run(store, "purge", repr(T0 + 501)) == dropped
+    for dropped in (gone, []):  # the dropped URLs, host and key, for their signatures
+        assert await _run(store, "purge", repr(T0 + 502)) == dropped
         assert _host_ctl(raw)[6] == 0 and raw.hget(KEYS.meta, "retired") == b"0"
         assert raw.hlen(KEYS.urls(HOST_NAME)) == 2
     (g,) = (await store.lease_next(T0 + 600, 5, 60.0, dispatch_ahead=False)).grants

@@ -122,6 +122,18 @@ class RedisBase:
     async def _run(self, calls: Sequence[Call]) -> list[Any]:
         return await self._scripts.run(self.client, calls) if calls else []
 
+    def _signature_call(
+        self, shard: int, mode: str, items: Sequence[tuple[int, str, str]], values: Sequence[str]
+    ) -> Call:
+        """``signatures.lua`` over ``items`` (position, host, URL key) of one shard; with
+        ``values`` (by position), the new signatures."""
+        hosts = list(dict.fromkeys(host for _, host, _ in items))
+        index = {host: k + 1 for k, host in enumerate(hosts)}
+        args: list[str | int] = [mode]
+        for i, host, ukey in items:
+            args += (index[host], ukey, values[i]) if values else (index[host], ukey)
+        return Call("signatures", [self._keys[shard].signatures(h) for h in hosts], args)
+
     def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
         """(position, host, url key) of each URL, grouped by shard."""
         groups: dict[int, list[tuple[int, str, str]]] = defaultdict(list)

@@ -66,4 +66,18 @@ class RedisHosts(RedisDispatch):
     @unavailable
     async def purge_retired(self, retired_before: float) -> int:
         calls = [self._call("purge", n, (repr(retired_before),)) for n in range(self.shards)]
-        return sum(int(a) for a in await self._run(calls))
+        answers = await self._run(calls)
+        # the content signatures of the dropped URLs go with them (signatures.lua)
+        drops = [
+            self._signature_call(
+                n,
+                "drop",
+                [(0, text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat), 2)],
+                (),
+            )
+            for n, flat in enumerate(answers)
+            if flat
+        ]
+        if drops:
+            await self._run(drops)
+        return sum(len(flat) // 2 for flat in answers)

@@ -54,7 +54,6 @@ from service.store.redis.records import (
     unpack_host,
     unpack_url,
 )
-from service.store.redis.scripts import Call
 from service.urls import host_of
 
 __all__ = ["RedisStore", "open_client"]
@@ -157,18 +156,6 @@ class RedisStore(RedisEvents, RedisHosts):
         drops = [self._signature_call(shard, "drop", items, ()) for shard, items in groups.items()]
         answers = await self._run([*calls, *drops])
         return sum(int(a) for a in answers[: len(calls)])
-
-    def _signature_call(
-        self, shard: int, mode: str, items: Sequence[tuple[int, str, str]], values: Sequence[str]
-    ) -> Call:
-        """``signatures.lua`` over ``items`` (position, host, URL key) of one shard; with
-        ``values`` (by position), the new signatures."""
-        hosts = list(dict.fromkeys(host for _, host, _ in items))
-        index = {host: k + 1 for k, host in enumerate(hosts)}
-        args: list[str | int] = [mode]
-        for i, host, ukey in items:
-            args += (index[host], ukey, values[i]) if values else (index[host], ukey)
-        return Call("signatures", [self._keys[shard].signatures(h) for h in hosts], args)
 
     @unavailable
     async def swap_signatures(self, signatures: Sequence[tuple[str, str]]) -> list[str | None]:

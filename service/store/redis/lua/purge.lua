@@ -1,10 +1,11 @@
 -- Drop the URLs of one shard retired before a time (POST /urls/purge), with their
 -- estimator state; only hosts with retired URLs are read.
 -- KEYS: the shard keys (lib.lua).  ARGV[1] retired before, Unix s.
--- Returns how many URLs were dropped.
+-- Returns the dropped URLs as a flat list: host, URL key, host, URL key, …
 local before = num(ARGV[1])
 local hosts = redis.call('HGETALL', K_HOSTS)
 local removed = 0
+local out = {}
 for i = 1, #hosts, 2 do
   local host = hosts[i]
   local h = unpack_host_rec(hosts[i + 1])
@@ -24,6 +25,10 @@ for i = 1, #hosts, 2 do
       h.retired = h.retired - #drop
       put_host(host, h)
       removed = removed + #drop
+      for _, ukey in ipairs(drop) do
+        out[#out + 1] = host
+        out[#out + 1] = ukey
+      end
     end
   end
 end
@@ -31,4 +36,4 @@ if removed > 0 then
   redis.call('HINCRBY', K_META, 'urls', -removed)
   redis.call('HINCRBY', K_META, 'retired', -removed)
 end
-return removed
+return out
