@@ -90,6 +90,9 @@ async def run(cfg: Config, console: Console) -> Report:
         "CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(CRAWL_DELAY_S),
         "CRAWLSCHED_MAX_BATCH": str(max(LOAD_BATCH, cfg.event_batch)),
         "CRAWLSCHED_MAX_NEXT": str(max(1000, cfg.n)),
+        # hosts that allow parallel fetches: the dispatch phase settles no lease, and the
+        # raw scripts it is compared with cap no host's leases in flight
+        "CRAWLSCHED_MAX_IN_FLIGHT": "65535",
     }
     on_redis = cfg.store == "redis"
     with LocalRedis() as server:
