@@ -6,7 +6,7 @@ pending in the dead consumer's hands and another folder takes it over)."""
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 import pytest
@@ -32,6 +32,19 @@ def rec(url: str) -> UrlRecord:
         false_signal_rate=0.01, signal_time_equivalent_s=30.0, threshold_s=100.0,
         scored_lambda=1.0, last_crawled_at=T0,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server: LocalRedis) -> Iterator[redis.Redis]:
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+        yield client
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ and to the hosts' means of ln(Λ_h / λ₀).  The rule is
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from importlib.resources import files
 
 import numpy as np
@@ -32,6 +32,19 @@ def rec(url: str, threshold_s: float = 100.0) -> UrlRecord:
         false_signal_rate=0.01, signal_time_equivalent_s=0.0, threshold_s=threshold_s,
         scored_lambda=1.0, last_crawled_at=T0, crawl_delay_s=DELAY_S,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server: LocalRedis) -> Iterator[redis.Redis]:
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+        yield client
 
 
 @pytest.fixture

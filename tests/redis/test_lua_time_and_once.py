@@ -7,7 +7,7 @@ a repeat is safe."""
 from __future__ import annotations
 
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 import pytest
@@ -45,6 +45,19 @@ def rec(url: str, last: float = T0) -> UrlRecord:
         false_signal_rate=0.01, signal_time_equivalent_s=0.0, threshold_s=100.0,
         scored_lambda=1.0, last_crawled_at=last, crawl_delay_s=DELAY_S,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalRedis]:
+    with LocalRedis() as s:
+        yield s
+
+
+@pytest.fixture
+def raw(server: LocalRedis) -> Iterator[redis.Redis]:
+    with redis.Redis(port=server.port) as client:
+        client.flushall()
+        yield client
 
 
 @pytest.fixture
