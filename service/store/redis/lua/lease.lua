@@ -273,14 +273,7 @@ for s, idx in pairs(by_shard) do
         host_recs[#host_recs + 1] = pack_host(h)
       end
     end
-    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-    local r = head[1] and host_ready(h, num(head[2]))
-    if r then
-      ready[#ready + 1] = r
-      ready[#ready + 1] = host
-    else
-      gone[#gone + 1] = host
-    end
+    place_host(host, h, ready, gone)
   end
   bulk('HSET', K_HOSTS, host_recs, 2)
   bulk('ZADD', K_READY, ready, 2)

@@ -317,6 +317,19 @@ end
 -- Re-key hosts in the ready set by host_ready; out when their queue is empty, they are
 -- paused or full.  `touched` is a set (host -> true): one HMGET, one ZADD, one ZREM for
 -- all.
+-- Note host `host` (record `h`) in `ready` (score, host pairs) when its queue head
+-- makes it ready, else in `gone`: the caller writes both to the shard's ready set.
+local function place_host(host, h, ready, gone)
+  local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
+  local r = head[1] and h and host_ready(h, num(head[2]))
+  if r then
+    ready[#ready + 1] = r
+    ready[#ready + 1] = host
+  else
+    gone[#gone + 1] = host
+  end
+end
+
 local function refresh_all(touched)
   local hosts = {}
   for host in pairs(touched) do hosts[#hosts + 1] = host end
@@ -324,14 +337,7 @@ local function refresh_all(touched)
   local recs = bulk('HMGET', K_HOSTS, hosts, 1)
   local ready, gone = {}, {}
   for i, host in ipairs(hosts) do
-    local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
-    local r = head[1] and recs[i] and host_ready(unpack_host_rec(recs[i]), num(head[2]))
-    if r then
-      ready[#ready + 1] = r
-      ready[#ready + 1] = host
-    else
-      gone[#gone + 1] = host
-    end
+    place_host(host, recs[i] and unpack_host_rec(recs[i]), ready, gone)
   end
   bulk('ZADD', K_READY, ready, 2)
   bulk('ZREM', K_READY, gone, 1)
