@@ -296,6 +296,7 @@ class ServicePolicy(Policy):
         ]
         for chunk in _chunks(items):
             self._run(ingest_results(self.context, chunk))
+            self._run(fold_now(self.context, relearn=False))  # queued for re-estimation
 
     def observe_failed_crawls(self, url: IntArray, now: float) -> None:
         """Settle the leases of fetches that failed (host down) as network errors
@@ -310,6 +311,7 @@ class ServicePolicy(Policy):
         ]
         for chunk in _chunks(items):
             self._run(ingest_results(self.context, chunk))
+            self._run(fold_now(self.context, relearn=False))  # queued for re-estimation
 
     def current_lambda0(self) -> tuple[float, float | None]:
         """During a run: the simulated time (s) and the λ₀ the service tracks then."""

@@ -6,7 +6,10 @@ are accepted once appended (:meth:`~service.store.base.Store.append_events`); th
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
 (unknown URL, stale signal) in the metrics.  Crawl results settle their leases at once
 and are answered per item: a duplicate result, or one for a lease the store does not
-know, is answered and ignored.  A batch sent with an idempotency key applies at most
+know, is answered and ignored; what must hold at once (the host's back-off or block,
+retirement, redirect targets, ``refetch_after``, the minimum revisit, the host's leases
+in flight, the due time under the stored parameters) is done by the settlement, and the
+re-estimation of the URLs' parameters is left to the fold.  A batch sent with an idempotency key applies at most
 once (:mod:`service.scheduler.idempotency`).
 """
 
@@ -19,7 +22,6 @@ import numpy as np
 from service.errors import InvalidInput
 from service.scheduler.context import Context
 from service.scheduler.idempotency import batch_key
-from service.scheduler.learning import queue_relearn
 from service.scheduler.redirects import redirect_targets
 from service.schemas import BatchOut, ClickIn, CrawlResultIn, IgnoredEvent, SignalIn
 from service.store.base import (
@@ -46,17 +48,6 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
         if count:
             ctx.metrics.events.labels(kind, st.value).inc(count)
     return BatchOut(accepted=len(statuses) - len(ignored), ignored=ignored)
-
-
-def _counted(
-    items: Sequence[SignalIn | ClickIn | CrawlResultIn], statuses: Sequence[EventStatus]
-) -> list[str]:
-    """URLs whose history an event batch added to (stale signals count too)."""
-    return [
-        i.url
-        for i, st in zip(items, statuses, strict=True)
-        if st in (EventStatus.ACCEPTED, EventStatus.STALE)
-    ]
 
 
 async def _append(
@@ -106,7 +97,8 @@ async def ingest_clicks(ctx: Context, items: Sequence[ClickIn], key: str | None 
 async def ingest_results(
     ctx: Context, items: Sequence[CrawlResultIn], key: str | None = None
 ) -> BatchOut:
-    """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time.
+    """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time
+    (under its stored parameters; the fold re-estimates them within ``fold_lag_s``).
 
     A 2xx/3xx status refreshes the copy; any other status (or 0, a network
     error) keeps the old copy and retries after ``retry_delay_s``.  A result for a
@@ -159,7 +151,6 @@ async def ingest_results(
     accepted = [i for i, st in zip(items, statuses, strict=True) if st is EventStatus.ACCEPTED]
     ctx.metrics.back_offs.inc(sum(1 for i in accepted if is_back_off(i.status)))
     await redirect_targets(ctx, [i for i in accepted if _retirement(i) is RetireReason.REDIRECT])
-    await queue_relearn(ctx, _counted(items, statuses), outcomes=True)
     return _answer(ctx, "crawl_result", statuses)
 
 

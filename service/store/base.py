@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from scheduler_core.multipliers import TrackerConfig
@@ -99,10 +99,13 @@ class EventStatus(enum.StrEnum):
 
 
 class EventKind(enum.StrEnum):
-    """The appended event streams (:meth:`Store.append_events`)."""
+    """The appended event streams: signals and clicks (:meth:`Store.append_events`),
+    and the settled crawl results whose URLs the fold re-estimates (:meth:`Store.settle`
+    appends them)."""
 
     SIGNAL = "signal"
     CLICK = "click"
+    RESULT = "crawl_result"
 
 
 class LeaseStatus(enum.StrEnum):
@@ -328,13 +331,17 @@ class Folded:
     counts : mapping of (EventKind, EventStatus) to int
         Events folded by kind and status (``accepted``, ``unknown_url``, ``stale``).
     touched : list of str
-        URLs whose history the folded events added to (accepted and stale ones), each
-        once: the URLs to re-estimate.
+        URLs whose history the folded signals and clicks added to (accepted and stale
+        ones), each once: the URLs to re-estimate (W and γ).
+    outcomes : list of str
+        URLs of the folded crawl results (settled by :meth:`Store.settle`, which
+        appended them), each once: the URLs to re-estimate with their crawl outcomes.
     """
 
     parts: int
     counts: Mapping[tuple[EventKind, EventStatus], int]
     touched: list[str]
+    outcomes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -480,7 +487,8 @@ class Store(Protocol):
         and :meth:`record_clicks` would (``discard_within_s``, ``decay_s`` as there), each
         part exactly once however many folders run or die.  ``consumer`` names the
         caller; parts another consumer took and left unfolded for ``claim_idle_s`` wall
-        seconds are taken over."""
+        seconds are taken over.  Parts :meth:`settle` appended apply nothing: their URLs
+        are named in :attr:`Folded.outcomes`."""
         ...
 
     async def fold_lag(self) -> float:
@@ -545,7 +553,12 @@ class Store(Protocol):
         controls"): a back-off status (:func:`is_back_off`) blocks the host for
         :func:`back_off_s`, any other status resets its failure count; 404 adds 1 and 410
         adds 2 to the URL's gone count (any other status resets it), which retires the
-        URL at ``gone_after``; ``retire`` retires it; ``refetch_after`` holds it back."""
+        URL at ``gone_after``; ``retire`` retires it; ``refetch_after`` holds it back.
+
+        The accepted results' URLs are appended, in the same atomic step, for
+        :meth:`fold_events` (:attr:`Folded.outcomes`): their parameters are re-estimated
+        by the fold, off the request path; the due time follows the stored parameters
+        at once."""
         ...
 
     async def get_groups(self, keys: Sequence[str]) -> list[tuple[float, ...] | None]:

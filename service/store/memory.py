@@ -238,9 +238,13 @@ class MemoryStore(MemoryHosts):
     ) -> Folded:
         counts: Counter[tuple[EventKind, EventStatus]] = Counter()
         touched: dict[str, None] = {}
+        outcomes: dict[str, None] = {}
         parts = self._log.take(max_parts)
         for batch in parts:
             times = batch.times.tolist()
+            if batch.kind is EventKind.RESULT:  # settled already: only to re-estimate
+                outcomes.update(dict.fromkeys(batch.urls))
+                continue
             if batch.kind is EventKind.SIGNAL:
                 signals = [SignalEvent(u, t) for u, t in zip(batch.urls, times, strict=True)]
                 statuses = await self.record_signals(signals, discard_within_s, decay_s)
@@ -251,7 +255,7 @@ class MemoryStore(MemoryHosts):
                 counts[batch.kind, st] += 1
                 if st is not EventStatus.UNKNOWN_URL:
                     touched[url] = None
-        return Folded(len(parts), dict(counts), list(touched))
+        return Folded(len(parts), dict(counts), list(touched), list(outcomes))
 
     async def fold_lag(self) -> float:
         return self._log.lag_s()

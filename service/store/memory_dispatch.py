@@ -23,6 +23,8 @@ from service.store.base import (
     BlockReason,
     CrawlOutcome,
     DispatchObservation,
+    EventBatch,
+    EventKind,
     EventStatus,
     IdempotencyKey,
     LeaseGrant,
@@ -251,6 +253,10 @@ class MemoryDispatch(MemoryBase):
         out = [
             self._settle_one(o, retry_delay_s, discard_within_s, outcome_window) for o in outcomes
         ]
+        settled = [o for o, st in zip(outcomes, out, strict=True) if st is EventStatus.ACCEPTED]
+        if settled:  # for the fold to re-estimate, as the Redis store's settle.lua appends
+            times = np.array([o.fetched_at for o in settled], dtype=np.float64)
+            self._log.append(EventBatch(EventKind.RESULT, [o.url for o in settled], times))
         self._answers.remember(once, out)
         return out
 

@@ -48,7 +48,7 @@ async def crawl(api: httpx.AsyncClient, clock: ManualClock, url: str, changed: b
 
 
 async def test_a_bare_url_learns_its_change_rate_from_crawl_outcomes(
-    api: httpx.AsyncClient, clock: ManualClock
+    api: httpx.AsyncClient, clock: ManualClock, fold: Callable[[], Awaitable[int]]
 ) -> None:
     t0 = clock.now()
     r = await api.post("/urls", json={"urls": [{"url": URL, "last_crawled_at": t0}]})
@@ -60,6 +60,10 @@ async def test_a_bare_url_learns_its_change_rate_from_crawl_outcomes(
     for _ in range(6):
         clock.set(clock.now() + DAY_S)
         await crawl(api, clock, URL, changed=True)
+    settled = await explain(api, URL)  # settled at once, re-estimated by the fold
+    assert settled["learning"]["unsignalled_change_rate"]["observations"] == 6
+    assert settled["change_rate"] == start["change_rate"]
+    assert await fold() > 0
     after = await explain(api, URL)
     learned = after["learning"]["unsignalled_change_rate"]
     assert learned["observations"] == 6

@@ -1,5 +1,5 @@
 """Append, then fold, on every store: signals and clicks appended change nothing until
-folded; a fold applies each appended batch once (a batch appended twice under its
+folded; settled crawl results are named by the fold for re-estimation; a fold applies each appended batch once (a batch appended twice under its
 idempotency key counts once), classifies the events (accepted, unknown URL, stale) and
 names the URLs whose history grew; the fold lag is 0 once nothing waits; a worker's
 heartbeat holds for its TTL."""
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from service.store.base import (
+    CrawlOutcome,
     EventBatch,
     EventKind,
     EventStatus,
@@ -46,13 +47,15 @@ async def fold_all(store: Store) -> Folded:
     """Fold until nothing waits; the counts and touched URLs of every step together."""
     counts: dict[tuple[EventKind, EventStatus], int] = {}
     touched: list[str] = []
+    outcomes: list[str] = []
     parts = 0
     while True:
         f = await store.fold_events("contract", 100, DISCARD_S, DECAY_S, 60.0)
         if f.parts == 0:
-            return Folded(parts, counts, touched)
+            return Folded(parts, counts, touched, outcomes)
         parts += f.parts
         touched += f.touched
+        outcomes += f.outcomes
         for k, n in f.counts.items():
             counts[k] = counts.get(k, 0) + n
 
@@ -95,6 +98,30 @@ async def test_the_fold_classifies_stale_signals(store: Store) -> None:
     assert folded.touched == [URLS[0]]  # a stale signal still adds to the history
     (state,) = await store.get_urls(URLS[:1])
     assert state is not None and (state.signals, state.signals_since_crawl) == (1, 0)
+
+
+async def test_settled_results_are_named_by_the_fold_once(store: Store) -> None:
+    """A settlement takes effect at once (due time under the stored parameters) and
+    appends its accepted results' URLs: the fold names them for re-estimation, applies
+    nothing else; a duplicate result or a repeat under the key appends nothing."""
+    await store.upsert_urls([rec(u) for u in URLS], T0)
+    assert (await fold_all(store)).parts == 0
+    grants = (await store.lease_next(T0 + 200, len(URLS), 60.0, False)).grants
+    assert len(grants) == len(URLS)
+    results = [CrawlOutcome(g.state.url, g.lease_id, T0 + 201, True, True) for g in grants]
+    once = IdempotencyKey("cd" * 16, 3600.0)
+    for _ in range(2):
+        await store.settle(results, 60.0, DISCARD_S, 8, once)
+    await store.settle(results[:2], 60.0, DISCARD_S, 8)  # duplicates
+    states = await store.get_urls(URLS)
+    assert all(s is not None and s.last_crawl_at == T0 + 201 for s in states)
+    assert all(s is not None and s.due_at == T0 + 201 + 100.0 for s in states)
+    folded = await fold_all(store)
+    assert (folded.counts, folded.touched) == ({}, [])
+    assert sorted(folded.outcomes) == sorted(URLS)
+    assert await store.get_urls(URLS) == states
+    assert (await fold_all(store)).parts == 0
+    assert await store.fold_lag() == 0.0
 
 
 async def test_a_heartbeat_holds_for_its_ttl(store: Store) -> None:

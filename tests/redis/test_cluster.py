@@ -49,7 +49,8 @@ async def test_service_runs_end_to_end_on_a_cluster(cluster: LocalCluster) -> No
             ] == 40
             sig = [{"url": x["url"], "time": T0 + 2} for x in leases]
             assert (await api.post("/signal", json={"signals": sig})).json()["accepted"] == 40
-            assert await fold_now(app.state.context, "test") == 16  # as a worker would
+            # as a worker would: the settled results and the signals, 16 shards each
+            assert await fold_now(app.state.context, "test") == 32
             explained = (await api.get(f"/urls/{leases[0]['url']}")).json()
             assert explained["crawls"] == 1 and explained["signals_since_crawl"] == 1
             metrics = (await api.get("/metrics")).text

@@ -109,9 +109,12 @@ def _masses(obs: Observations | None) -> list[float]:
     return [] if obs is None else [obs.click_mass, obs.signal_mass]
 
 
-def _folded(f: Folded) -> tuple[int, dict[tuple[EventKind, object], int], list[str]]:
-    """A fold's counts and touched URLs (in URL order: the stores fold shards apart)."""
-    return f.parts, dict(f.counts), sorted(f.touched)
+def _folded(
+    f: Folded,
+) -> tuple[int, dict[tuple[EventKind, object], int], list[str], list[str]]:
+    """A fold's counts, touched URLs and settled results' URLs (in URL order: the stores
+    fold shards apart)."""
+    return f.parts, dict(f.counts), sorted(f.touched), sorted(f.outcomes)
 
 
 def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
@@ -131,6 +134,7 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             await s.upsert_urls(records, T0)
         now = T0
         open_leases: list[tuple[LeaseGrant, LeaseGrant]] = []
+        settled_before = 0  # results' URLs the folds named for re-estimation
         for step in range(60):
             now += float(rng.exponential(40.0))
             picked = [urls[i] for i in rng.integers(len(urls), size=3)]
@@ -149,6 +153,7 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
                     await s.append_events(clicks, once["b"])
                 folds.append(_folded(await s.fold_events("diff", 100, 5.0, DECAY_S, 60.0)))
             assert folds[0][1:] == folds[1][1:]  # the same counts, the same URLs
+            settled_before += len(folds[0][3])
             answers = []
             if rng.random() < 0.2:  # new parameters for some URLs of a host
                 host = f"h{int(rng.integers(12))}.example"
@@ -203,6 +208,7 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             assert [_view(x) for x in listed[0]] == [_view(x) for x in listed[1]]
             windows += [len(x.observations.outcomes) for x in listed[1]]
         assert max(windows) == WINDOW  # the stream filled (and trimmed) some windows
+        assert settled_before > 0  # and the folds named settled results
         stats = [await s.stats(now, 3) for s in stores]
         assert (stats[0].urls, stats[0].due_backlog, stats[0].leases_active) == (
             stats[1].urls, stats[1].due_backlog, stats[1].leases_active,

@@ -1,5 +1,5 @@
-"""``append.lua`` and ``fold.lua`` called directly against a private ``redis-server``:
-the state after each, that a repeat is safe, and that the fold applies an entry
+"""``append.lua``, ``fold.lua`` and the append of ``settle.lua`` called directly against a
+private ``redis-server``: the state after each, that a repeat is safe, and that the fold applies an entry
 exactly once when its folder dies between the script and its ``XACK`` (the entry stays
 pending in the dead consumer's hands and another folder takes it over)."""
 
@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 import redis
 
-from service.store.base import EventBatch, EventKind, EventStatus, IdempotencyKey, UrlRecord
+from service.store.base import (
+    CrawlOutcome,
+    EventBatch,
+    EventKind,
+    EventStatus,
+    IdempotencyKey,
+    UrlRecord,
+)
 from service.store.redis import RedisStore
 from service.store.redis import events as events_module
 from service.store.redis.keys import FOLD_GROUP, ShardKeys, url_key
@@ -95,14 +102,57 @@ async def test_fold_applies_an_entry_and_deletes_it_a_repeat_changes_nothing(
     await store.append_events(EventBatch(EventKind.CLICK, urls, np.array([T0 + 1, T0 + 2, T0])))
     shard = store._shard("h0.example")
     ids = [entry_id for entry_id, _ in _streams(raw)[shard]]
-    parts, *counts, touched = await _fold_call(store, shard, ids)
+    parts, *counts, touched, settled = await _fold_call(store, shard, ids)
     assert (parts, counts) == (1, [0, 0, 0, 2, 1])  # two clicks accepted, one unknown URL
     assert touched == [b"h0.example", url_key(URLS[0], "h0.example").encode()]
+    assert settled == []
     assert raw.xlen(ShardKeys(shard).events) == 0
     (state,) = await store.get_urls(URLS[:1])
     assert state is not None and (state.clicks, state.last_click_at) == (2, T0 + 2)
-    assert await _fold_call(store, shard, ids) == [0, 0, 0, 0, 0, 0, []]  # gone: skipped
+    assert await _fold_call(store, shard, ids) == [0, 0, 0, 0, 0, 0, [], []]  # gone: skipped
     assert await store.get_urls(URLS[:1]) == [state]
+
+
+async def test_settle_appends_its_accepted_results_once_and_the_fold_names_them(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """settle.lua appends one entry (kind ``r``) per shard with the URLs of the results
+    it accepted, atomically with the settlement: a repeat under the batch's key and a
+    duplicate append nothing.  fold.lua answers those URLs (each once), applies nothing
+    else and deletes the entry."""
+    _, grants = await store.lease_next(T0 + 500, len(URLS), 60.0, dispatch_ahead=False)
+    assert len(grants) == len(URLS)
+    fetched = T0 + 501
+    results = [CrawlOutcome(g.state.url, g.lease_id, fetched, True, True) for g in grants]
+    unknown = CrawlOutcome(URLS[0], "0.999.abcdef", fetched, True, True)
+    once = IdempotencyKey("cd" * 16, 3600.0)
+    for _ in range(2):
+        assert await store.settle([*results, unknown], 60.0, 0.0, 8, once) == [
+            *[EventStatus.ACCEPTED] * len(URLS), EventStatus.UNKNOWN_LEASE,
+        ]  # fmt: skip
+    assert await store.settle(results, 60.0, 0.0, 8) == [EventStatus.DUPLICATE] * len(URLS)
+    groups = store._by_shard(URLS)
+    entries = _streams(raw)
+    for shard, items in groups.items():
+        ((_, fields),) = entries[shard]
+        assert fields[b"k"] == b"r"
+        assert struct.unpack(f"<{len(items)}d", fields[b"t"]) == (fetched,) * len(items)
+        assert sorted(zip(fields[b"h"].decode().split(" "), fields[b"u"].decode().split(" "),
+                          strict=True)) == sorted((h, k) for _, h, k in items)  # fmt: skip
+    before = await store.get_urls(URLS)
+    shard, items = next(iter(groups.items()))
+    ids = [entry_id for entry_id, _ in entries[shard]]
+    parts, *counts, touched, settled = await _fold_call(store, shard, ids)
+    assert (parts, counts, touched) == (1, [0] * 5, [])
+    pairs = sorted(zip(settled[::2], settled[1::2], strict=True))
+    assert pairs == sorted((h.encode(), k.encode()) for _, h, k in items)
+    assert raw.xlen(ShardKeys(shard).events) == 0
+    assert await _fold_call(store, shard, ids) == [0, 0, 0, 0, 0, 0, [], []]  # a repeat
+    folded = await store.fold_events("f", 100, 10.0, DECAY_S, 60.0)  # the other shards
+    assert (folded.counts, folded.touched) == ({}, [])
+    others = [URLS[i] for n, its in groups.items() if n != shard for i, _, _ in its]
+    assert sorted(folded.outcomes) == sorted(others)
+    assert await store.get_urls(URLS) == before  # the fold changed no record
 
 
 async def test_a_folder_killed_between_apply_and_ack_applies_once(

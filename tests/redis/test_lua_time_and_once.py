@@ -190,7 +190,7 @@ async def test_results_half_applied_are_completed_once(store: RedisStore, raw: r
     mine = [o for o in outcomes if o.lease_id.startswith(f"{shard}.")]
     line = " ".join(_settle_line(o) for o in mine)
     head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, line, 3_600_000, *_CONTROLS)
-    part = store._call("settle", shard, head, once)
+    part = Call("settle", store.settle_keys(shard, once), head)
     assert await store._scripts.run(store.client, [part]) == [[0] * len(mine)]
     assert len(mine) < len(outcomes)
     for _ in range(2):
@@ -201,6 +201,9 @@ async def test_results_half_applied_are_completed_once(store: RedisStore, raw: r
     # a new batch of the same results: duplicates
     again = await store.settle(outcomes, 60.0, 0.0, 8, _once("ef" * 16))
     assert again == [EventStatus.DUPLICATE] * len(urls)
+    # each shard appended its results for the fold once
+    shards = {int(o.lease_id.split(".")[0]) for o in outcomes}
+    assert [raw.xlen(ShardKeys(n).events) for n in sorted(shards)] == [1] * len(shards)
 
 
 async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) -> None:
@@ -217,8 +220,9 @@ async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) ->
     ]
     head = (repr(60.0), repr(0.0), repr(1e6), 1000, 8, " ".join(lines), 0, *_CONTROLS)
     keys = ShardKeys(shard)
+    call = Call("settle", store.settle_keys(shard, None), head)
     for _ in range(2):
-        (answer,) = await store._scripts.run(store.client, [Call("settle", keys.all, head)])
+        (answer,) = await store._scripts.run(store.client, [call])
         assert answer == [4, 4, 2]
         assert URL.unpack_from(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
 

@@ -325,6 +325,13 @@ class RedisDispatch(RedisMultipliers):
                     out[i] = LeaseInfo(_LEASE[int(status)], url, float(issued) if issued else None)
         return out
 
+    def settle_keys(self, shard: int, once: IdempotencyKey | None) -> tuple[str | bytes, ...]:
+        """KEYS of ``settle.lua`` in ``shard``: the shard keys, its event stream, and
+        with ``once`` the batch's record."""
+        keys = self._keys[shard]
+        names: tuple[str | bytes, ...] = (*self._script_keys[shard], keys.events)
+        return names if once is None else (*names, keys.once(once.digest))
+
     @unavailable
     async def settle(
         self,
@@ -336,7 +343,8 @@ class RedisDispatch(RedisMultipliers):
     ) -> list[EventStatus]:
         """Settle each result in the shard of its lease (which finds a lease of another
         URL, in its own shard or not, stale); a lease id this store never spelled is
-        unknown."""
+        unknown.  ``settle.lua`` appends the accepted results' URLs to the shard's event
+        stream in the same step (for the fold to re-estimate)."""
         c = self._controls
         head = [
             repr(retry_delay_s), repr(discard_within_s), self._cap, self._history,
@@ -362,7 +370,11 @@ class RedisDispatch(RedisMultipliers):
             groups[p[0]].append((i, " ".join(map(str, (host, *fields, changed, *controls)))))
         ttl = once_ttl_arg(once)
         calls = [
-            self._call("settle", shard, [*head, " ".join(x for _, x in items), ttl, *tail], once)
+            Call(
+                "settle",
+                self.settle_keys(shard, once),
+                [*head, " ".join(x for _, x in items), ttl, *tail],
+            )
             for shard, items in groups.items()
         ]
         for items, codes in zip(groups.values(), await self._run(calls), strict=True):

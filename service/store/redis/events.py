@@ -1,5 +1,7 @@
 """The Redis store's append/fold side: signals and clicks go to a stream per shard, a
-fold applies them later, and the worker's heartbeat.
+fold applies them later, and the worker's heartbeat.  ``settle.lua`` appends the
+settled crawl results' URLs to the same streams (kind ``r``): the fold names them for
+re-estimation and applies nothing else.
 
 Append (``append.lua``): one ``XADD`` per batch and shard, the events as packed
 columns (times as little-endian doubles, hosts and URL keys as space-separated
@@ -59,6 +61,11 @@ def _chunks(entries: list[tuple[bytes, int]]) -> list[list[bytes]]:
         out[-1].append(entry_id)
         size += events
     return out
+
+
+def _urls(pairs: list[bytes]) -> list[str]:
+    """The URLs of fold.lua's flat (host, URL key, ...) answer."""
+    return [expand_url(text(pairs[i + 1]), text(pairs[i])) for i in range(0, len(pairs), 2)]
 
 
 def _decay_arg(decay_s: float) -> str:
@@ -134,17 +141,18 @@ class RedisEvents(RedisDispatch):
             await pipe.execute()
         counts: Counter[tuple[EventKind, EventStatus]] = Counter()
         touched: list[str] = []
+        settled: list[str] = []
         parts = 0
         for answer in answers:
             parts += int(answer[0])
             for name, value in zip(_COUNTED, answer[1:6], strict=True):
                 if value:
                     counts[name] += int(value)
-            grew = answer[6]
-            touched += (
-                expand_url(text(grew[i + 1]), text(grew[i])) for i in range(0, len(grew), 2)
-            )
-        return Folded(parts, dict(counts), list(dict.fromkeys(touched)))
+            touched += _urls(answer[6])
+            settled += _urls(answer[7])
+        return Folded(
+            parts, dict(counts), list(dict.fromkeys(touched)), list(dict.fromkeys(settled))
+        )
 
     async def _take(
         self, consumer: str, max_parts: int, claim_idle_s: float

@@ -7,13 +7,17 @@
 -- KEYS[1..9] the shard keys (lib.lua); KEYS[10] the shard's event stream.
 -- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; ARGV[3] decay time constant T, s;
 -- ARGV[4..] the stream entry ids to fold.
+-- Entries of settled crawl results (kind 'r', settle.lua) apply nothing: their URLs
+-- are answered, for the folder to re-estimate with their new outcomes.
 -- Returns {entries folded, signals accepted, signals of unknown URLs, stale signals,
 -- clicks accepted, clicks of unknown URLs, {host, url key, ...} of every URL whose
--- history grew (accepted or stale), each once}.
+-- history grew (accepted or stale), each once, {host, url key, ...} of the settled
+-- results' URLs, each once}.
 local K_STREAM = KEYS[10]
 local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local parts, sig, clk = 0, {0, 0, 0}, {0, 0}
 local touched, seen, grew = {}, {}, {}
+local settled, seen_settled = {}, {}
 for i = 4, #ARGV do
   local id = ARGV[i]
   local entry = redis.call('XRANGE', K_STREAM, id, id)[1]
@@ -21,22 +25,34 @@ for i = 4, #ARGV do
     local f = {}
     for j = 1, #entry[2], 2 do f[entry[2][j]] = entry[2][j + 1] end
     local nexthost, nextkey = string.gmatch(f.h, '%S+'), string.gmatch(f.u, '%S+')
-    for at = 1, #f.t, 8 do
-      local t = struct.unpack('<d', f.t, at)
-      local host, ukey = nexthost(), nextkey()
-      local code
-      if f.k == 's' then
-        code = apply_signal(host, ukey, t, discard, cap, decay, touched)
-        sig[code + 1] = sig[code + 1] + 1
-      else
-        code = apply_click(host, ukey, t, decay)
-        clk[code + 1] = clk[code + 1] + 1
+    if f.k == 'r' then
+      for host in nexthost do
+        local ukey = nextkey()
+        local name = host .. ' ' .. ukey
+        if not seen_settled[name] then
+          seen_settled[name] = true
+          settled[#settled + 1] = host
+          settled[#settled + 1] = ukey
+        end
       end
-      local name = host .. ' ' .. ukey
-      if code ~= 1 and not seen[name] then
-        seen[name] = true
-        grew[#grew + 1] = host
-        grew[#grew + 1] = ukey
+    else
+      for at = 1, #f.t, 8 do
+        local t = struct.unpack('<d', f.t, at)
+        local host, ukey = nexthost(), nextkey()
+        local code
+        if f.k == 's' then
+          code = apply_signal(host, ukey, t, discard, cap, decay, touched)
+          sig[code + 1] = sig[code + 1] + 1
+        else
+          code = apply_click(host, ukey, t, decay)
+          clk[code + 1] = clk[code + 1] + 1
+        end
+        local name = host .. ' ' .. ukey
+        if code ~= 1 and not seen[name] then
+          seen[name] = true
+          grew[#grew + 1] = host
+          grew[#grew + 1] = ukey
+        end
       end
     end
     redis.call('XDEL', K_STREAM, id)
@@ -44,4 +60,4 @@ for i = 4, #ARGV do
   end
 end
 refresh_all(touched)
-return {parts, sig[1], sig[2], sig[3], clk[1], clk[2], grew}
+return {parts, sig[1], sig[2], sig[3], clk[1], clk[2], grew, settled}

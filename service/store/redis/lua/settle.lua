@@ -3,12 +3,14 @@
 -- comes back after the retry delay.  A refreshed copy whose `changed` is known, fetched
 -- after a known previous fetch, appends its outcome (τ, n, changed) to the URL's
 -- estimator state (lib.lua), which keeps the last `window` outcomes.
--- KEYS: the shard keys (lib.lua).
+-- KEYS[1..9] the shard keys (lib.lua); KEYS[10] the shard's event stream (keys.py
+-- ShardKeys.events); KEYS[11] optional: this batch's answer in this shard (lib.lua
+-- once_replay, which reads it as K_ONCE).
 -- ARGV[1] retry delay, s; ARGV[2] T_DELAY, s; ARGV[3] revisit cap, s; ARGV[4] lease
 -- history kept; ARGV[5] outcomes kept per URL (window); ARGV[6] the results, "host
 -- url-key lease-seq nonce fetched-at ok changed" each (fetched at: Unix s; ok: 0/1;
 -- changed: 0 no, 1 yes, 2 unknown), separated by spaces; ARGV[7] how long the answer is
--- remembered under KEYS[10] (if given: lib.lua once_replay), wall ms; ARGV[8] back-off
+-- remembered under KEYS[11] (if given), wall ms; ARGV[8] back-off
 -- base, s; ARGV[9] longest block, s; ARGV[10] back-off jitter (relative); ARGV[11]
 -- gone count that retires a URL.  Each result also carries, after `changed`: the HTTP
 -- status (0: network error), Retry-After s ('-': none), refetch_after Unix s ('-':
@@ -18,9 +20,14 @@
 -- back-off with a deterministic jitter from redis.sha1hex("<host> <failures>"); any other
 -- status forgets the host's failures; 404 adds 1 and 410 2 to the URL's gone count (any
 -- other status resets it), which retires it at ARGV[11].
+-- The accepted results' URLs go to the event stream, in the same atomic step, as one
+-- entry like append.lua's (kind 'r', the fetch times, hosts and URL keys): fold.lua names
+-- them to the folder, which re-estimates their parameters off the request path.
 -- Returns per result 0 accepted, 2 stale (a lease of another URL, or of a URL dropped or
 -- leased again since the lease expired), 3 duplicate, 4 unknown lease (never issued by
 -- this shard, or forgotten).
+local K_STREAM = KEYS[10]
+K_ONCE = KEYS[11]
 local seen = once_replay()
 if seen then return seen end
 local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), num(ARGV[4])
@@ -50,6 +57,7 @@ local function host_answer(host, status, fetched, retry_after)
 end
 local out = {}
 local touched = {}
+local grew_t, grew_h, grew_u = {}, {}, {}  -- the accepted results, for the stream
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
 -- Append an outcome to the URL's state; the oldest beyond the window are dropped.
 local function add_outcome(host, ukey, tau, n, changed)
@@ -131,6 +139,9 @@ for host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch, 
     end
     put_url(host, ukey, u)
     touched[host] = true
+    grew_t[#grew_t + 1] = struct.pack('<d', fetched)
+    grew_h[#grew_h + 1] = host
+    grew_u[#grew_u + 1] = ukey
     out[#out + 1] = 0
   end
 end
@@ -139,5 +150,9 @@ bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
 refresh_all(touched)
 trim_history(history)
+if #grew_h > 0 then
+  redis.call('XADD', K_STREAM, '*', 'k', 'r', 't', table.concat(grew_t),
+    'h', table.concat(grew_h, ' '), 'u', table.concat(grew_u, ' '))
+end
 once_remember(out, ARGV[7])
 return out
