@@ -1,16 +1,16 @@
 """Use cases of the event streams: signals, clicks and crawl results.
 
-Each batch is validated whole before anything is applied: a bad event makes the
-whole batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks
-are accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
+Each batch is validated whole before anything is applied: a bad event makes the whole
+batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks are
+accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
 (unknown URL, stale signal) in the metrics.  Crawl results settle their leases at once
 and are answered per item: a duplicate result, or one for a lease the store does not
 know, is answered and ignored; what must hold at once (the host's back-off or block,
 retirement, redirect targets, ``refetch_after``, the minimum revisit, the host's leases
 in flight, the due time under the stored parameters) is done by the settlement, and the
-re-estimation of the URLs' parameters is left to the fold.  A batch sent with an idempotency key applies at most
-once (:mod:`service.scheduler.idempotency`).
+re-estimation of the URLs' parameters is left to the fold.  A batch sent with an
+idempotency key applies at most once (:mod:`service.scheduler.idempotency`).
 """
 
 from __future__ import annotations

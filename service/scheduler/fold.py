@@ -1,17 +1,18 @@
 """The fold: appended signals and clicks applied in batches, and the URLs of settled
 crawl results re-estimated, off the request path.
 
-``POST /signal`` and ``POST /click`` append their batch (:mod:`service.scheduler.events`);
-``POST /crawl-result`` settles its leases and appends the accepted results' URLs in the
-same atomic step (:meth:`~service.store.base.Store.settle`).  A fold step takes the
-appended batches, applies the signals' and clicks' counts and due-time moves
-(:meth:`~service.store.base.Store.fold_events`), counts them by status in the
-metrics (``crawlsched_events_total``: ``accepted``, ``unknown_url``, ``stale``) and
-queues every URL whose history grew for re-estimation (with its crawl outcomes when a
-result came in), once however many events it got; :func:`fold_now` then re-estimates the queue in vectorised batches
-(:func:`~service.scheduler.learning.flush_relearn`).  The fold runs every
-``fold_lag_s / 2`` wall seconds, in ``crawlsched worker`` with the Redis store and in
-the API process with the memory store (:func:`run_folder`); the metric
+``POST /signal`` and ``POST /click`` append their batch
+(:mod:`service.scheduler.events`); ``POST /crawl-result`` settles its leases and appends
+the accepted results' URLs in the same atomic step
+(:meth:`~service.store.base.Store.settle`).  A fold step takes the appended batches,
+applies the signals' and clicks' counts and due-time moves
+(:meth:`~service.store.base.Store.fold_events`), counts them by status in the metrics
+(``crawlsched_events_total``: ``accepted``, ``unknown_url``, ``stale``) and queues every
+URL whose history grew for re-estimation (with its crawl outcomes when a result came
+in), once however many events it got; :func:`fold_now` then re-estimates the queue in
+vectorised batches (:func:`~service.scheduler.learning.flush_relearn`).  The fold runs
+every ``fold_lag_s / 2`` wall seconds, in ``crawlsched worker`` with the Redis store and
+in the API process with the memory store (:func:`run_folder`); the metric
 ``crawlsched_fold_lag_seconds`` is the age of the oldest event not yet folded.
 """
 

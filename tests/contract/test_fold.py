@@ -1,8 +1,9 @@
 """Append, then fold, on every store: signals and clicks appended change nothing until
-folded; settled crawl results are named by the fold for re-estimation; a fold applies each appended batch once (a batch appended twice under its
-idempotency key counts once), classifies the events (accepted, unknown URL, stale) and
-names the URLs whose history grew; the fold lag is 0 once nothing waits; a worker's
-heartbeat holds for its TTL."""
+folded; settled crawl results are named by the fold for re-estimation; a fold applies
+each appended batch once (a batch appended twice under its idempotency key counts once),
+classifies the events (accepted, unknown URL, stale) and names the URLs whose history
+grew; the fold lag is 0 once nothing waits; a worker's heartbeat holds for its TTL.
+"""
 
 from __future__ import annotations
 

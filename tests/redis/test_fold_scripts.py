@@ -1,7 +1,8 @@
 """``append.lua``, ``fold.lua`` and the append of ``settle.lua`` called directly against a
-private ``redis-server``: the state after each, that a repeat is safe, and that the fold applies an entry
-exactly once when its folder dies between the script and its ``XACK`` (the entry stays
-pending in the dead consumer's hands and another folder takes it over)."""
+private ``redis-server``: the state after each, that a repeat is safe, and that the fold
+applies an entry exactly once when its folder dies between the script and its ``XACK``
+(the entry stays pending in the dead consumer's hands and another folder takes it over).
+"""
 
 from __future__ import annotations
 

@@ -346,11 +346,11 @@ class RedisDispatch(RedisMultipliers):
         unknown.  ``settle.lua`` appends the accepted results' URLs to the shard's event
         stream in the same step (for the fold to re-estimate)."""
         c = self._controls
-        head = [
+        head: list[str | int] = [
             repr(retry_delay_s), repr(discard_within_s), self._cap, self._history,
             int(outcome_window),
         ]  # fmt: skip
-        tail = [
+        tail: list[str | int] = [
             repr(float(c.backoff_base_s)), repr(float(c.max_block_s)),
             repr(float(c.backoff_jitter)), int(c.gone_after),
         ]  # fmt: skip
