@@ -1,6 +1,7 @@
 """``crawlsched worker``: the background work of a Redis deployment, out of the API.
 
-A worker folds the appended signals and clicks (:mod:`service.scheduler.fold`), rescores
+A worker folds the appended signals and clicks and re-estimates the URLs they and the
+settled crawl results touched (:mod:`service.scheduler.fold`), rescores
 hosts whose multiplier drifted (:mod:`service.scheduler.rescoring`), runs the learner's
 passes (:mod:`service.scheduler.learning`) and beats: it keeps the store's worker key
 alive (:meth:`~service.store.base.Store.heartbeat`, ``worker_ttl_s``), which the API's
@@ -22,7 +23,7 @@ from service.errors import StoreUnavailable
 from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.scheduler.fold import consumer_name, run_folder
-from service.scheduler.learning import run_learner, run_relearner
+from service.scheduler.learning import run_learner
 from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings
 
@@ -79,7 +80,6 @@ async def run_worker(
             asyncio.create_task(run_folder(ctx, stop), name="fold"),
             asyncio.create_task(run_rescorer(ctx, stop), name="rescorer"),
             asyncio.create_task(run_learner(ctx, stop), name="learner"),
-            asyncio.create_task(run_relearner(ctx, stop), name="relearner"),
         }
         await stop.wait()
         for task in tasks:

@@ -37,11 +37,11 @@ def consumer_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-async def fold_step(ctx: Context, consumer: str | None = None) -> int:
+async def fold_step(ctx: Context, consumer: str | None = None, *, defer: bool = False) -> int:
     """Fold up to ``fold_batch`` appended batches per shard and queue the URLs they
     touched for re-estimation (:func:`~service.scheduler.learning.queue_relearn`: the
-    queue is flushed when full); returns the batches (parts, one per batch and shard)
-    folded.
+    queue is flushed when full, unless ``defer``: then the caller flushes it); returns
+    the batches (parts, one per batch and shard) folded.
 
     Raises
     ------
@@ -59,36 +59,51 @@ async def fold_step(ctx: Context, consumer: str | None = None) -> int:
     )
     for (kind, status), n in folded.counts.items():
         ctx.metrics.events.labels(kind.value, status.value).inc(n)
-    if folded.outcomes:
-        await queue_relearn(ctx, folded.outcomes, outcomes=True)
-    if folded.touched:
-        await queue_relearn(ctx, folded.touched, outcomes=False)
+    for urls, outcomes in ((folded.outcomes, True), (folded.touched, False)):
+        if not urls:
+            continue
+        if defer:
+            ctx.relearn_queue.add(urls, outcomes)
+        else:
+            await queue_relearn(ctx, urls, outcomes=outcomes)
     return folded.parts
 
 
-async def fold_now(ctx: Context, consumer: str | None = None, *, relearn: bool = True) -> int:
+async def fold_now(
+    ctx: Context,
+    consumer: str | None = None,
+    *,
+    relearn: bool = True,
+    relearn_budget_s: float | None = None,
+) -> int:
     """Fold until no appended batch waits (at most ``_MAX_STEPS`` steps), then, with
-    ``relearn``, re-estimate every queued URL: every event appended before the call has
-    moved its URL's due time and estimates when it returns (the fold loop, tests; the
-    simulator folds each step and re-estimates when it dispatches).  Returns the parts
-    folded."""
+    ``relearn``, re-estimate the queued URLs: every event appended before the call has
+    moved its URL's due time and estimates when it returns (tests; the simulator folds
+    each step and re-estimates when it dispatches).  With ``relearn_budget_s`` (wall s;
+    the fold loop) the URLs are only queued while folding and the re-estimation stops
+    after a batch that ends past the budget: the rest waits, deduplicated, for the next
+    call, so that folding keeps up under load.  Returns the parts folded."""
+    defer = relearn_budget_s is not None
     total = 0
     for _ in range(_MAX_STEPS):
-        n = await fold_step(ctx, consumer)
+        n = await fold_step(ctx, consumer, defer=defer)
         total += n
         if n == 0:
             break
     if relearn:
-        await flush_relearn(ctx)
+        await flush_relearn(ctx, relearn_budget_s)
     return total
 
 
 async def run_folder(ctx: Context, stop: asyncio.Event | None = None) -> None:
-    """:func:`fold_now` every ``fold_lag_s / 2`` wall seconds (every process that runs
-    it folds: the consumer group shares the batches out)."""
+    """:func:`fold_now` every ``fold_lag_s / 4`` wall seconds, re-estimating for at most
+    ``fold_lag_s / 2`` wall seconds per call (every process that runs it folds: the
+    consumer group shares the batches out)."""
     consumer = consumer_name()
 
-    async def step(c: Context) -> int:
-        return await fold_now(c, consumer)
+    budget_s = ctx.settings.fold_lag_s / 2
 
-    await run_leading(ctx, None, ctx.settings.fold_lag_s / 2, step, stop, name="fold")
+    async def step(c: Context) -> int:
+        return await fold_now(c, consumer, relearn_budget_s=budget_s)
+
+    await run_leading(ctx, None, ctx.settings.fold_lag_s / 4, step, stop, name="fold")

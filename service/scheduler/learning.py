@@ -290,27 +290,37 @@ async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> i
     return await apply(ctx, await learn(ctx, states, outcomes))
 
 
-async def flush_relearn(ctx: Context) -> int:
+async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
     """Relearn every queued URL, in batches of ``relearn_batch``; returns URLs re-scored.
 
     Events queue the URLs whose history they added to
     (:class:`~service.scheduler.context.RelearnQueue`); batching them keeps the
-    numerics vectorised at high event rates.  If the store fails midway, the
-    URLs not yet done go back to the queue and the error propagates.
+    numerics vectorised at high event rates.  With ``budget_s`` (wall s), no batch
+    starts once that much has passed: the URLs not done stay queued.  If the store
+    fails midway, the URLs not yet done go back to the queue and the error propagates.
     """
     with_outcomes, without = ctx.relearn_queue.take()
     step = ctx.settings.relearn_batch
+    stop_at = math.inf if budget_s is None else time.monotonic() + budget_s
     n = 0
     for urls, outcomes in ((with_outcomes, True), (without, False)):
         for k in range(0, len(urls), step):
             try:
+                if time.monotonic() >= stop_at:
+                    raise _OutOfTime
                 n += await relearn(ctx, urls[k : k + step], outcomes)
-            except BaseException:
+            except BaseException as exc:
                 ctx.relearn_queue.add(urls[k:], outcomes)
                 if outcomes:
                     ctx.relearn_queue.add(without, False)
+                if isinstance(exc, _OutOfTime):
+                    return n
                 raise
     return n
+
+
+class _OutOfTime(Exception):
+    """The budget of a :func:`flush_relearn` call is spent."""
 
 
 async def queue_relearn(ctx: Context, urls: Sequence[str], outcomes: bool) -> None:

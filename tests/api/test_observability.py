@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.clock import ManualClock
 from service.logs import configure_structlog, formatter
-from service.scheduler.fold import fold_step
+from service.scheduler.fold import fold_now, fold_step
 from service.scheduler.learning import learn_once
 
 pytestmark = pytest.mark.anyio
@@ -125,6 +125,25 @@ async def test_relearn_queue_length_is_exported(
     assert (await _samples(api))[("crawlsched_relearn_queue_urls", ())] == 1
     assert (await api.get("/urls/https://a.example/x")).is_success  # flushes the queue
     assert (await _samples(api))[("crawlsched_relearn_queue_urls", ())] == 0
+
+
+async def test_the_fold_loop_re_estimates_within_its_budget(
+    api: httpx.AsyncClient, clock: ManualClock, built_apps: list[FastAPI]
+) -> None:
+    """The fold loop's call queues the touched URLs while folding and re-estimates them
+    for at most its budget: a spent budget leaves them queued (each once), the next
+    call re-estimates them."""
+    urls = [f"https://h{i}.example/x" for i in range(5)]
+    assert (await api.post("/urls", json={"urls": [{"url": u} for u in urls]})).is_success
+    ctx = built_apps[0].state.context
+    for _ in range(2):  # twice the same URLs: queued once
+        click = {"clicks": [{"url": u, "time": clock.now()} for u in urls]}
+        assert (await api.post("/click", json=click)).is_success
+    assert await fold_now(ctx, relearn_budget_s=0.0) == 2
+    assert len(ctx.relearn_queue) == len(urls)
+    assert await fold_now(ctx, relearn_budget_s=60.0) == 0
+    assert len(ctx.relearn_queue) == 0
+    assert (await _samples(api))[("crawlsched_relearned_urls_total", ())] == len(urls)
 
 
 async def test_the_fold_classifies_events_and_its_lag_is_exported(
