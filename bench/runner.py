@@ -22,7 +22,7 @@ import httpx
 import redis
 from rich.console import Console
 
-from config import CRAWL_DELAY_S, LOAD_BATCH, Config
+from config import CRAWL_DELAY_S, LOAD_BATCH, MAX_IN_FLIGHT, Config
 from phases import (
     ROUTES,
     DispatchResult,
@@ -90,9 +90,7 @@ async def run(cfg: Config, console: Console) -> Report:
         "CRAWLSCHED_DEFAULT_CRAWL_DELAY_S": str(CRAWL_DELAY_S),
         "CRAWLSCHED_MAX_BATCH": str(max(LOAD_BATCH, cfg.event_batch)),
         "CRAWLSCHED_MAX_NEXT": str(max(1000, cfg.n)),
-        # hosts that allow parallel fetches: the dispatch phase settles no lease, and the
-        # raw scripts it is compared with cap no host's leases in flight
-        "CRAWLSCHED_MAX_IN_FLIGHT": "65535",
+        "CRAWLSCHED_MAX_IN_FLIGHT": str(MAX_IN_FLIGHT),
     }
     on_redis = cfg.store == "redis"
     with LocalRedis() as server:
