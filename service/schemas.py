@@ -368,7 +368,13 @@ class UrlExplanation(BaseModel):
     lease_deadline: float | None
     host_gate_at: float | None = Field(description="host's politeness gate; null: never used")
     clicks: int
-    signals: int
+    signals: int = Field(description="signals counted, the stale ones included")
+    stale_signals: int = Field(
+        0,
+        description="signals the fold found stale (within CRAWLSCHED_SIGNAL_DISCARD_S of a "
+        "crawl: counted, the due time not moved); events for unregistered URLs are counted "
+        'in `crawlsched_events_total{status="unknown_url"}` only',
+    )
     crawls: int
     changes: int
     fetch_errors: int

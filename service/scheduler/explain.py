@@ -300,6 +300,7 @@ async def explain_url(ctx: Context, url: str) -> UrlExplanation:
         host_gate_at=_finite(host.gate_at),
         clicks=state.clicks,
         signals=state.signals,
+        stale_signals=(await ctx.store.stale_signals([url]))[0],
         crawls=state.crawls,
         changes=state.changes,
         fetch_errors=state.fetch_errors,

@@ -491,6 +491,12 @@ class Store(Protocol):
         are named in :attr:`Folded.outcomes`."""
         ...
 
+    async def stale_signals(self, urls: Sequence[str]) -> list[int]:
+        """How many signals of each URL the fold found stale (within
+        ``discard_within_s`` of a crawl: counted, no due-time move); 0 for a URL with
+        none or not registered.  Removing a URL drops its count."""
+        ...
+
     async def fold_lag(self) -> float:
         """Age of the oldest appended event not yet folded, wall s (0 when none waits;
         the largest over the shards)."""

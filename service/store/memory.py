@@ -255,7 +255,12 @@ class MemoryStore(MemoryHosts):
                 counts[batch.kind, st] += 1
                 if st is not EventStatus.UNKNOWN_URL:
                     touched[url] = None
+                if st is EventStatus.STALE:
+                    self._urls[url].stale_signals += 1
         return Folded(len(parts), dict(counts), list(touched), list(outcomes))
+
+    async def stale_signals(self, urls: Sequence[str]) -> list[int]:
+        return [0 if (u := self._urls.get(url)) is None else u.stale_signals for url in urls]
 
     async def fold_lag(self) -> float:
         return self._log.lag_s()

@@ -61,6 +61,7 @@ class Url:
     retire_reason: RetireReason | None = None
     gone_count: int = 0
     refetch_after: float | None = None
+    stale_signals: int = 0  # signals the fold found stale
 
 
 @dataclass(slots=True)

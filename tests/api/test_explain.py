@@ -12,12 +12,14 @@ from typing import Any
 import httpx
 import pytest
 import redis
+from fastapi import FastAPI
 
 from scheduler_core.due import DueCause
 from service.app import create_app, open_store
 from service.clock import ManualClock
 from service.explain_schemas import DueReason
 from service.scheduler.explain import SENTENCES
+from service.scheduler.fold import fold_now
 from service.settings import Settings
 from service.store.redis.local import LocalRedis
 
@@ -41,7 +43,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture(params=["memory", "redis"])
 async def api(
-    request: pytest.FixtureRequest, clock: ManualClock
+    request: pytest.FixtureRequest, clock: ManualClock, built_apps: list[FastAPI]
 ) -> AsyncIterator[httpx.AsyncClient]:
     store = "memory"
     if request.param == "redis":
@@ -55,6 +57,7 @@ async def api(
     )  # fmt: skip
     opened = await open_store(settings)
     app = create_app(settings, clock=clock, store=opened)
+    built_apps.append(app)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://crawlsched") as client:
         yield client
@@ -105,6 +108,23 @@ async def test_value_branch_names_the_threshold_and_the_due_time(
     assert "revisit cap" not in e["decision"]
     assert f"at {_iso(e['due_at'])}" in e["decision"]
     assert e["decision"].split("; ")[-1].startswith("due in ")
+
+
+async def test_stale_signals_are_counted_per_url_once_folded(
+    api: httpx.AsyncClient, built_apps: list[FastAPI]
+) -> None:
+    """A signal from before the last crawl is accepted when appended; the fold finds it
+    stale: the URL's explanation counts it, its due time stays."""
+    await _register(api, _url(1e-3))
+    before = await _explain(api)
+    assert before["stale_signals"] == 0
+    signals = [{"url": "https://a.example/page", "time": T0 - 5.0}]
+    answer = await api.post("/signal", json={"signals": signals})
+    assert answer.json() == {"accepted": 1, "ignored": []}
+    assert await fold_now(built_apps[0].state.context) == 1
+    after = await _explain(api)
+    assert (after["signals"], after["stale_signals"]) == (1, 1)
+    assert after["due_at"] == before["due_at"] and after["signals_since_crawl"] == 0
 
 
 async def test_revisit_cap_branch_does_not_credit_the_crawl_value(

@@ -99,6 +99,13 @@ async def test_the_fold_classifies_stale_signals(store: Store) -> None:
     assert folded.touched == [URLS[0]]  # a stale signal still adds to the history
     (state,) = await store.get_urls(URLS[:1])
     assert state is not None and (state.signals, state.signals_since_crawl) == (1, 0)
+    assert await store.stale_signals([URLS[0], UNKNOWN]) == [1, 0]  # counted per URL
+    await store.append_events(batch(EventKind.SIGNAL, [URLS[0]], T0 + DISCARD_S + 1), None)
+    await fold_all(store)  # not stale: not counted
+    assert await store.stale_signals(URLS[:1]) == [1]
+    await store.remove_urls(URLS[:1])  # the count goes with the URL
+    await store.upsert_urls([rec(URLS[0])], T0)
+    assert await store.stale_signals(URLS[:1]) == [0]
 
 
 async def test_settled_results_are_named_by_the_fold_once(store: Store) -> None:

@@ -198,6 +198,7 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             assert answers[-2 * sends : -sends] == answers[-sends:]
             states = [await s.get_urls(urls) for s in stores]
             assert [_view(x) for x in states[0]] == [_view(x) for x in states[1]]
+            assert await memory.stale_signals(urls) == await redis_store.stale_signals(urls)
             for a, b in zip(states[0], states[1], strict=True):
                 assert _masses(a and a.observations) == pytest.approx(
                     _masses(b and b.observations), rel=1e-12, abs=0

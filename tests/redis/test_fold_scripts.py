@@ -90,8 +90,7 @@ async def test_append_writes_one_entry_of_columns_per_shard_once(
 
 
 async def _fold_call(store: RedisStore, shard: int, ids: list[bytes]) -> list[object]:
-    keys = (*store._script_keys[shard], store._keys[shard].events)
-    call = Call("fold", keys, (repr(10.0), store._cap, repr(DECAY_S), *ids))
+    call = Call("fold", store.fold_keys(shard), (repr(10.0), store._cap, repr(DECAY_S), *ids))
     (answer,) = await store._scripts.run(store.client, [call])
     return list(answer)
 
@@ -112,6 +111,25 @@ async def test_fold_applies_an_entry_and_deletes_it_a_repeat_changes_nothing(
     assert state is not None and (state.clicks, state.last_click_at) == (2, T0 + 2)
     assert await _fold_call(store, shard, ids) == [0, 0, 0, 0, 0, 0, [], []]  # gone: skipped
     assert await store.get_urls(URLS[:1]) == [state]
+
+
+async def test_fold_counts_stale_signals_per_url_once(store: RedisStore, raw: redis.Redis) -> None:
+    """A signal within the discard time of the last crawl is stale: fold.lua counts it
+    in the URL's stale count (``ShardKeys.stale``); a repeat of the call changes
+    nothing; removing the URL drops the count."""
+    url, host = URLS[0], "h0.example"
+    times = np.array([T0 + 5.0, T0 + 6.0, T0 + 50.0])  # two stale (discard 10 s), one not
+    await store.append_events(EventBatch(EventKind.SIGNAL, [url] * 3, times))
+    shard = store._shard(host)
+    ids = [entry_id for entry_id, _ in _streams(raw)[shard]]
+    parts, *counts, _, _ = await _fold_call(store, shard, ids)
+    assert (parts, counts) == (1, [1, 0, 2, 0, 0])
+    stale_key = ShardKeys(shard).stale(host)
+    assert raw.hgetall(stale_key) == {url_key(url, host).encode(): b"2"}
+    assert (await _fold_call(store, shard, ids))[0] == 0  # folded before: skipped
+    assert await store.stale_signals([url, URLS[1]]) == [2, 0]
+    await store.remove_urls([url])
+    assert not raw.exists(stale_key)
 
 
 async def test_settle_appends_its_accepted_results_once_and_the_fold_names_them(

@@ -123,16 +123,32 @@ class RedisBase:
         return await self._scripts.run(self.client, calls) if calls else []
 
     def _signature_call(
-        self, shard: int, mode: str, items: Sequence[tuple[int, str, str]], values: Sequence[str]
+        self,
+        shard: int,
+        mode: str,
+        items: Sequence[tuple[int, str, str]],
+        values: Sequence[str],
+        *,
+        stale: bool = False,
     ) -> Call:
         """``signatures.lua`` over ``items`` (position, host, URL key) of one shard; with
-        ``values`` (by position), the new signatures."""
+        ``values`` (by position), the new signatures.  With ``stale`` (mode ``drop``
+        only) the URLs' stale-signal counts (``ShardKeys.stale``) instead."""
         hosts = list(dict.fromkeys(host for _, host, _ in items))
         index = {host: k + 1 for k, host in enumerate(hosts)}
         args: list[str | int] = [mode]
         for i, host, ukey in items:
             args += (index[host], ukey, values[i]) if values else (index[host], ukey)
-        return Call("signatures", [self._keys[shard].signatures(h) for h in hosts], args)
+        keys = self._keys[shard]
+        hashes = [keys.stale(h) if stale else keys.signatures(h) for h in hosts]
+        return Call("signatures", hashes, args)
+
+    def _drop_calls(self, shard: int, items: Sequence[tuple[int, str, str]]) -> list[Call]:
+        """What goes with removed URLs (position, host, URL key) of one shard: their
+        content signatures and stale-signal counts."""
+        return [
+            self._signature_call(shard, "drop", items, (), stale=stale) for stale in (False, True)
+        ]
 
     def _by_shard(self, urls: Sequence[str]) -> dict[int, list[tuple[int, str, str]]]:
         """(position, host, url key) of each URL, grouped by shard."""

@@ -21,6 +21,7 @@ unfolded one (:meth:`RedisEvents.fold_lag`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,8 +30,9 @@ from service.store.base import EventBatch, EventKind, EventStatus, Folded, Idemp
 from service.store.redis.base import once_ttl_arg
 from service.store.redis.client import text, unavailable
 from service.store.redis.dispatch import RedisDispatch
-from service.store.redis.keys import FOLD_GROUP, expand_url
+from service.store.redis.keys import FOLD_GROUP, expand_url, url_key
 from service.store.redis.scripts import Call
+from service.urls import host_of
 
 __all__ = ["RedisEvents"]
 
@@ -116,6 +118,20 @@ class RedisEvents(RedisDispatch):
             calls.append(Call("append", names, (ttl, kind, times[index].tobytes(), hosts, ukeys)))
         await self._run(calls)
 
+    def fold_keys(self, shard: int) -> tuple[str | bytes, ...]:
+        """KEYS of ``fold.lua`` in ``shard``: the shard keys, its event stream, the
+        prefix of its hosts' stale counts."""
+        keys = self._keys[shard]
+        return (*self._script_keys[shard], keys.events, keys.stale(""))
+
+    @unavailable
+    async def stale_signals(self, urls: Sequence[str]) -> list[int]:
+        pipe = self.client.pipeline(transaction=False)
+        for url in urls:
+            host = host_of(url)
+            pipe.hget(self._keys[self._shard(host)].stale(host), url_key(url, host))
+        return [int(x or 0) for x in await pipe.execute()]
+
     @unavailable
     async def fold_events(
         self,
@@ -128,7 +144,7 @@ class RedisEvents(RedisDispatch):
         taken = await self._take(consumer, max_parts, claim_idle_s)
         head = (repr(float(discard_within_s)), self._cap, _decay_arg(decay_s))
         calls = [
-            Call("fold", (*self._script_keys[n], self._keys[n].events), (*head, *chunk))
+            Call("fold", self.fold_keys(n), (*head, *chunk))
             for n, entries in enumerate(taken)
             for chunk in _chunks(entries)
         ]

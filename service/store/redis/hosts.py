@@ -44,7 +44,8 @@ class RedisHosts(RedisDispatch):
     async def delete_host(self, host: str) -> int:
         shard = self._shard(host)
         (n,) = await self._run([self._call("delete_host", shard, (host, self._history))])
-        await self.client.delete(self._keys[shard].signatures(host))
+        keys = self._keys[shard]
+        await self.client.delete(keys.signatures(host), keys.stale(host))
         return int(n)
 
     @unavailable
@@ -67,16 +68,14 @@ class RedisHosts(RedisDispatch):
     async def purge_retired(self, retired_before: float) -> int:
         calls = [self._call("purge", n, (repr(retired_before),)) for n in range(self.shards)]
         answers = await self._run(calls)
-        # the content signatures of the dropped URLs go with them (signatures.lua)
+        # the content signatures and stale counts of the dropped URLs go with them
         drops = [
-            self._signature_call(
-                n,
-                "drop",
-                [(0, text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat), 2)],
-                (),
-            )
+            call
             for n, flat in enumerate(answers)
             if flat
+            for call in self._drop_calls(
+                n, [(0, text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat), 2)]
+            )
         ]
         if drops:
             await self._run(drops)

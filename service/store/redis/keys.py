@@ -73,6 +73,12 @@ class ShardKeys:
         its last fetch that sent one (``signatures.lua``)."""
         return f"{self.tag}sig:{host}"
 
+    def stale(self, host: str) -> str:
+        """Hash of the host's URL key -> how many of its signals the fold found stale
+        (within ``signal_discard_s`` of a crawl; ``fold.lua``); a URL with none has no
+        field."""
+        return f"{self.tag}stale:{host}"
+
     @property
     def events(self) -> str:
         """Stream: the shard's appended signal and click batches not yet folded, one

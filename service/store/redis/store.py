@@ -153,7 +153,7 @@ class RedisStore(RedisEvents, RedisHosts):
             self._call("remove", shard, [self._history, *(x for _, h, k in items for x in (h, k))])
             for shard, items in groups.items()
         ]
-        drops = [self._signature_call(shard, "drop", items, ()) for shard, items in groups.items()]
+        drops = [c for shard, items in groups.items() for c in self._drop_calls(shard, items)]
         answers = await self._run([*calls, *drops])
         return sum(int(a) for a in answers[: len(calls)])
 

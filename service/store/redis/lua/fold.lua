@@ -1,10 +1,12 @@
 -- Fold appended event entries of one shard (append.lua) into the URL records: signals
--- as signals.lua counts them, clicks as clicks.lua; each entry is deleted from the
+-- as signals.lua counts them (a stale one also in the URL's stale count), clicks as
+-- clicks.lua; each entry is deleted from the
 -- stream in the same atomic step, so an entry is applied exactly once: an id whose
 -- entry is gone was folded before (by this or another consumer that died before its
 -- XACK) and is skipped.  (A "last folded id" watermark would not do: consumers fold
 -- claimed entries out of id order.)
--- KEYS[1..9] the shard keys (lib.lua); KEYS[10] the shard's event stream.
+-- KEYS[1..9] the shard keys (lib.lua); KEYS[10] the shard's event stream; KEYS[11] the
+-- prefix of "stale:<host>" (keys.py ShardKeys.stale), hash url key -> stale signals.
 -- ARGV[1] T_DELAY, s; ARGV[2] revisit cap, s; ARGV[3] decay time constant T, s;
 -- ARGV[4..] the stream entry ids to fold.
 -- Entries of settled crawl results (kind 'r', settle.lua) apply nothing: their URLs
@@ -13,7 +15,7 @@
 -- clicks accepted, clicks of unknown URLs, {host, url key, ...} of every URL whose
 -- history grew (accepted or stale), each once, {host, url key, ...} of the settled
 -- results' URLs, each once}.
-local K_STREAM = KEYS[10]
+local K_STREAM, K_STALE = KEYS[10], KEYS[11]
 local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local parts, sig, clk = 0, {0, 0, 0}, {0, 0}
 local touched, seen, grew = {}, {}, {}
@@ -43,6 +45,7 @@ for i = 4, #ARGV do
         if f.k == 's' then
           code = apply_signal(host, ukey, t, discard, cap, decay, touched)
           sig[code + 1] = sig[code + 1] + 1
+          if code == 2 then redis.call('HINCRBY', K_STALE .. host, ukey, 1) end
         else
           code = apply_click(host, ukey, t, decay)
           clk[code + 1] = clk[code + 1] + 1

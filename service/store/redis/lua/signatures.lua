@@ -2,7 +2,8 @@
 -- URLs of one shard: store each new one and answer the one it replaces, or drop them
 -- (the URLs were removed).
 -- KEYS: the signature hash of each host of the call (keys.py ShardKeys.signatures:
--- URL key -> signature), all of one shard.
+-- URL key -> signature), all of one shard; 'drop' also serves any other per-host hash
+-- keyed by URL key (the stale-signal counts of removed URLs, ShardKeys.stale).
 -- ARGV[1] mode, 'swap' or 'drop'; 'swap': then triples (index of the host's key in
 -- KEYS, URL key, signature); 'drop': then pairs (index of the host's key, URL key).
 -- Answers (swap) the previous signature of each URL, false where none, in order;
