@@ -15,6 +15,7 @@ idempotency key applies at most once (:mod:`service.scheduler.idempotency`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,10 +44,8 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
         for i, st in enumerate(statuses)
         if st is not EventStatus.ACCEPTED
     ]
-    for st in EventStatus:
-        count = sum(1 for x in statuses if x is st)
-        if count:
-            ctx.metrics.events.labels(kind, st.value).inc(count)
+    for st, count in Counter(statuses).items():
+        ctx.metrics.events.labels(kind, st.value).inc(count)
     return BatchOut(accepted=len(statuses) - len(ignored), ignored=ignored)
 
 

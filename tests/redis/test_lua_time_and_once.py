@@ -227,6 +227,33 @@ async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) ->
         assert URL.unpack_from(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
 
 
+async def test_lease_status_reads_leases_and_changes_nothing(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """lease_status.lua answers status, host, URL key and issue time per "seq nonce"
+    (0 and blanks for a lease it does not know, a wrong nonce included); it only reads:
+    a repeat answers the same and the shard's keys stay as they were."""
+    await store.upsert_urls([rec("https://a.example/x")], T0)
+    _, (g,) = await store.lease_next(T0 + 500, 1, TTL_S, dispatch_ahead=False)
+    parsed = parse_lease_id(g.lease_id, SHARDS)
+    assert parsed is not None
+    shard, seq, nonce = parsed
+    arg = f"{seq} {nonce} {seq} wrongnonce {seq + 1} {nonce}"
+    call = Call("lease_status", ShardKeys(shard).all, (arg,))
+    before = {k: raw.dump(k) for k in raw.keys("*")}
+    for _ in range(2):
+        (answer,) = await store._scripts.run(store.client, [call])
+        status, host, ukey, issued = answer[:4]
+        assert (status, host, ukey) == (1, b"a.example", b"/x")
+        assert float(issued) == pytest.approx(T0 + 500)
+        assert answer[4:] == [0, b"", b"", b"", 0, b"", b"", b""]
+    assert {k: raw.dump(k) for k in raw.keys("*")} == before
+    done = CrawlOutcome(g.state.url, g.lease_id, T0 + 501, True, True)
+    await store.settle([done], 60.0, 0.0, 8)
+    (answer,) = await store._scripts.run(store.client, [call])
+    assert answer[0] == 3  # settled
+
+
 async def test_leases_of_the_earlier_layout_are_still_read(
     store: RedisStore, raw: redis.Redis
 ) -> None:

@@ -313,7 +313,7 @@ class RedisDispatch(RedisMultipliers):
             if p is not None:
                 groups[p[0]].append((i, p[1], p[2]))
         calls = [
-            self._call("lease_status", shard, [x for _, seq, nonce in items for x in (seq, nonce)])
+            self._call("lease_status", shard, [" ".join(f"{q} {nonce}" for _, q, nonce in items)])
             for shard, items in groups.items()
         ]
         out = [LeaseInfo(LeaseStatus.UNKNOWN, None, None)] * len(lease_ids)
