@@ -49,7 +49,7 @@ _COUNTED = (
 
 #: Events one fold.lua call applies at most (about; an entry is never split, and one
 #: whose size is not known goes alone): Redis serves other clients between calls.
-_EVENTS_PER_CALL = 1024
+_EVENTS_PER_CALL = 512
 
 
 def _chunks(entries: list[tuple[bytes, int]]) -> list[list[bytes]]:
