@@ -42,6 +42,7 @@ class Config:
     json_out: Path | None
     profile: Path | None
     store: str = "redis"  # the API's store: "redis" (a private redis-server) or "memory"
+    redis_defaults: bool = False  # the private redis-server without the listpack settings
 
     @property
     def per_host(self) -> int:

@@ -96,11 +96,18 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         default="redis",
         help="the API's store (memory: the embedded one; raw Redis is measured either way)",
     )
+    p.add_argument(
+        "--redis-defaults",
+        action="store_true",
+        help="run the private redis-server with Redis's default listpack settings, not "
+        "those of docs/operations.md (the memory of a deployment without them)",
+    )
     a = p.parse_args(argv)
     return Config(
         urls=a.urls, hosts=min(a.hosts, a.urls), seconds=a.seconds, workers=a.workers, n=a.n,
         event_batch=a.event_batch, load_budget=a.load_budget, load_workers=a.load_workers,
         warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile, store=a.store,
+        redis_defaults=a.redis_defaults,
     )  # fmt: skip
 
 

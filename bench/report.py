@@ -21,7 +21,7 @@ TARGETS = {
     "dispatch": 20_000.0,  # URLs/s, at least
     "events": 50_000.0,  # events/s per API process, at least
     "p99_ms": 20.0,  # /next p99 at half load, at most
-    "bytes_per_url": 300.0,  # Redis memory per URL, at most
+    "bytes_per_url": 200.0,  # Redis memory per URL loaded, at most
 }
 
 
@@ -44,6 +44,7 @@ def build_table(rep: Report) -> Table:
     cfg = rep.cfg
     t = Table(
         title=f"crawlsched dispatch bench: {cfg.store} store, {cfg.urls:,} URLs, "
+        f"Redis with {'its default' if cfg.redis_defaults else 'the store’s'} listpack settings, "
         f"{cfg.hosts:,} hosts, one API process, {cfg.workers} connections, "
         f"{os.cpu_count()} cores, "
         f"wall {rep.wall_s:.0f} s",
@@ -74,15 +75,16 @@ def build_table(rep: Report) -> Table:
          f"({sample.get('queue_encoding')}), records {sample.get('urls', 0):.0f} B "
          f"({sample.get('urls_encoding')})"),
         ("after dispatch", rep.mem_dispatched,
-         f"{used_memory_mb(rep.mem_dispatched)} with the leases of (a) out"),
+         f"{used_memory_mb(rep.mem_dispatched)} with the {rep.leases_out:,} leases of (a) out"),
     )  # fmt: skip
     for label, used, extra in memory_rows if cfg.store == "redis" else ():
         per = rep.per_url(used)
+        judged = label == "after load"  # the target is per URL loaded; leases add theirs
         t.add_row(
             f"Redis memory per URL, {label} (B)",
             f"{per:,.0f}",
-            f"≤ {TARGETS['bytes_per_url']:.0f}",
-            verdict(per <= TARGETS["bytes_per_url"]),
+            f"≤ {TARGETS['bytes_per_url']:.0f}" if judged else "",
+            verdict(per <= TARGETS["bytes_per_url"]) if judged else "",
             "", "", extra,
         )  # fmt: skip
     d = rep.dispatch
@@ -188,6 +190,7 @@ def report_json(rep: Report) -> dict[str, Any]:
             "empty": rep.mem_empty,
             "loaded": rep.mem_loaded,
             "dispatched": rep.mem_dispatched,
+            "leases_out": rep.leases_out,
             "per_url_loaded": rep.per_url(rep.mem_loaded),
             "per_url_dispatched": rep.per_url(rep.mem_dispatched),
             "sample_per_url": rep.mem_sample,

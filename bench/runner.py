@@ -40,6 +40,7 @@ from registration import LoadResult, load_direct, load_via_api
 from sampling import Meter, child_pid, py_spy, sample_key_memory, used_memory
 from service.loadgen.demo import served_app
 from service.store.redis.local import LocalRedis
+from service.store.redis.tuning import LISTPACK_SETTINGS
 
 
 @dataclass
@@ -51,6 +52,8 @@ class Report:
     mem_empty: int = 0
     mem_loaded: int = 0
     mem_dispatched: int = 0
+    #: Leases out when ``mem_dispatched`` was read (those of the warm-up and (a)).
+    leases_out: int = 0
     mem_sample: dict[str, float | str] = field(default_factory=dict)
     dispatch: DispatchResult | None = None
     latency: LatencyResult | None = None
@@ -93,7 +96,7 @@ async def run(cfg: Config, console: Console) -> Report:
         "CRAWLSCHED_MAX_IN_FLIGHT": str(MAX_IN_FLIGHT),
     }
     on_redis = cfg.store == "redis"
-    with LocalRedis() as server:
+    with LocalRedis(settings={} if cfg.redis_defaults else LISTPACK_SETTINGS) as server:
         assert server.process is not None
         admin = redis.Redis(port=server.port)
         if on_redis:
@@ -130,6 +133,7 @@ async def run(cfg: Config, console: Console) -> Report:
             rep.keep("dispatch", meter, rep.dispatch.urls, "URL")
             if on_redis:
                 rep.mem_dispatched = used_memory(admin)
+                rep.leases_out = len(pool)
 
             half = rep.dispatch.request_rate / 2
             console.log(f"latency at half load (c): {half:.1f} requests/s")

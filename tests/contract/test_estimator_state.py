@@ -30,7 +30,7 @@ from service.store.base import (
 )
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
-from service.store.redis.records import est_bytes, est_size
+from service.store.redis.records import est_bytes, est_size, unpack_entry
 
 pytestmark = pytest.mark.anyio
 T0 = 1_000_000.0
@@ -195,8 +195,10 @@ async def test_memory_per_url_is_bounded(store: Store) -> None:
     assert outcomes[-1] == outcome(20.0 + 199 % 7, 0, 199 % 3 == 0)
     if isinstance(store, RedisStore):
         host = "a.example"
-        key = ShardKeys(shard_of(host, store.shards)).est(host)
-        blob = await store.client.hget(key, url_key(URL, host))
+        key = ShardKeys(shard_of(host, store.shards)).urls(host)
+        entry = await store.client.hget(key, url_key(URL, host))
+        assert entry is not None
+        blob = unpack_entry(entry)[1]
         label_bytes = len("chaussures-été".encode())
         assert len(blob or b"") == est_bytes(prior, clicks=False, signals=False, outcomes=WINDOW)
         assert len(blob or b"") == 1 + 2 + label_bytes + 6 * WINDOW

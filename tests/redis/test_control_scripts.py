@@ -15,7 +15,7 @@ from service.store.base import ControlRules, CrawlOutcome, RetireReason, UrlReco
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import HOST, HOST_CTL, URL, URL_CTL, URL_FULL
+from service.store.redis.records import HOST, HOST_CTL, URL, URL_CTL, unpack_entry
 from service.store.redis.scripts import Call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -102,14 +102,18 @@ async def test_settle_and_lease_keep_the_tails(store: RedisStore, raw: redis.Red
     ukey = url_key(url, HOST_NAME)
     await store.upsert_urls([rec(url)], T0)
     (g,) = (await store.lease_next(T0 + 500, 5, 60.0, dispatch_ahead=False)).grants
-    blob = raw.hget(KEYS.urls(HOST_NAME), ukey) or b""
-    assert len(blob) == URL_FULL and URL.unpack_from(blob)[-1] != 0  # leased, tail kept
+    entry = raw.hget(KEYS.urls(HOST_NAME), ukey) or b""
+    assert entry[0] & 4 == 0  # the controls' tail holds its defaults: left out
+    blob = unpack_entry(entry)[0]
+    assert URL.unpack_from(blob)[-1] != 0  # leased
     assert _host_ctl(raw)[3] == 1  # one lease out
     outcome = CrawlOutcome(url, g.lease_id, T0 + 501, ok=False, changed=None, status=410,
                            refetch_after=T0 + 9000)  # fmt: skip
     for _ in range(2):  # the repeat is a duplicate: nothing changes
         await store.settle([outcome], 60.0, 0.0, 8)
-        blob = raw.hget(KEYS.urls(HOST_NAME), ukey) or b""
+        entry = raw.hget(KEYS.urls(HOST_NAME), ukey) or b""
+        assert entry[0] & 4 == 4  # the tail is kept now
+        blob = unpack_entry(entry)[0]
         retired_at, refetch, gone, reason = URL_CTL.unpack_from(blob, URL.size)
         assert (math.isnan(retired_at), refetch, gone, reason) == (True, T0 + 9000, 2, 0)
         assert _host_ctl(raw)[3] == 0  # the lease ended
@@ -143,14 +147,12 @@ async def test_hosts_delete_host_and_purge(store: RedisStore, raw: redis.Redis) 
         assert raw.hget(KEYS.meta, "urls") == b"0"
 
 
-async def test_old_records_without_tails_are_read_with_the_defaults(
+async def test_old_host_records_without_tails_are_read_with_the_defaults(
     store: RedisStore, raw: redis.Redis
 ) -> None:
     url = f"https://{HOST_NAME}/old"
     await store.upsert_urls([rec(url)], T0)
-    ukey = url_key(url, HOST_NAME)
-    # cut both records back to the layouts written before the controls existed
-    raw.hset(KEYS.urls(HOST_NAME), ukey, (raw.hget(KEYS.urls(HOST_NAME), ukey) or b"")[:124])
+    # cut the host record back to the layout written before the controls existed
     raw.hset(KEYS.hosts, HOST_NAME, (raw.hget(KEYS.hosts, HOST_NAME) or b"")[:40])
     (state,) = await store.get_urls([url])
     assert state is not None and (state.retired_at, state.gone_count) == (None, 0)

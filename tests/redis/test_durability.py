@@ -38,7 +38,7 @@ from service.store.base import UrlState
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, expand_url
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import HOST, HOST_CTL, URL
+from service.store.redis.records import HOST, HOST_CTL, URL, unpack_entry
 from service.urls import canonical_url
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -112,7 +112,7 @@ def check_integrity(client: redis.Redis, now: float) -> set[str]:
             queue = _zset(client, keys.queue(host))
             records += len(records_h)
             for ukey, blob in records_h.items():
-                fields = URL.unpack_from(blob)
+                fields = URL.unpack_from(unpack_entry(blob)[0])
                 due, seq = fields[11], fields[-1]
                 url = expand_url(ukey, host)
                 urls.add(url)

@@ -24,7 +24,7 @@ from service.store.base import (
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import GRANT, HOST, URL, parse_lease_id
+from service.store.redis.records import GRANT, HOST, URL, parse_lease_id, unpack_entry
 from service.store.redis.scripts import Call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -224,7 +224,8 @@ async def test_unknown_leases_get_code_4(store: RedisStore, raw: redis.Redis) ->
     for _ in range(2):
         (answer,) = await store._scripts.run(store.client, [call])
         assert answer == [4, 4, 2]
-        assert URL.unpack_from(raw.hget(keys.urls("a.example"), ukey) or b"")[-1] == seq  # leased
+        entry = raw.hget(keys.urls("a.example"), ukey) or b""
+        assert URL.unpack_from(unpack_entry(entry)[0])[-1] == seq  # leased
 
 
 async def test_lease_status_reads_leases_and_changes_nothing(

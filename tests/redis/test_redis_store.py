@@ -5,6 +5,7 @@ shard-count guard, outages, the estimator state's layout.  Against a private
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import struct
 from collections.abc import AsyncIterator, Iterator
@@ -30,7 +31,16 @@ from service.store.base import (
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys
 from service.store.redis.local import LocalRedis
-from service.store.redis.records import SCORED, URL, URL_FULL, est_bytes, est_size
+from service.store.redis.records import (
+    LAYOUT,
+    SCORED,
+    URL,
+    URL_CTL,
+    URL_FULL,
+    est_bytes,
+    est_size,
+    unpack_entry,
+)
 from service.store.redis.scripts import Call
 
 pytestmark = pytest.mark.anyio
@@ -103,12 +113,52 @@ async def test_repeated_calls_are_safe(store: RedisStore) -> None:
     assert (stats.urls, stats.leases_active) == (1, 0)
 
 
-async def test_url_record_is_compact(server: LocalRedis, store: RedisStore) -> None:
-    await store.upsert_urls([rec("https://a.example/some/page")], T0)
+async def test_url_entry_is_compact(server: LocalRedis, store: RedisStore) -> None:
+    """One hash entry per URL: a form byte, the record without its parts that hold only
+    defaults, then the estimator state (lib.lua); the scripts answer the full record."""
+    url, ukey = "https://a.example/some/page", b"/some/page"
+    given = UrlPrior(weight=1e-5, change_rate=2e-6)
+    never = dataclasses.replace(rec(url, prior=given), last_crawled_at=None)
+    await store.upsert_urls([never], T0)
     with redis.Redis(port=server.port) as raw:
         (key,) = raw.keys("cs:*:urls:a.example")
-        assert raw.hgetall(key) == {b"/some/page": raw.hget(key, b"/some/page")}
-        assert len(raw.hget(key, b"/some/page") or b"") == URL_FULL == URL.size + 21 == 145
+        blob = raw.hget(key, ukey) or b""
+        assert raw.hgetall(key) == {ukey: blob}
+        assert raw.object("encoding", key) == b"listpack"  # LocalRedis's settings
+        # never crawled, not leased, no controls: W .. registered and the due time
+        assert len(blob) == 1 + 64 + 8 + 17 == 90 and blob[0] == 0
+        full, est = unpack_entry(blob)
+        assert len(full) == URL_FULL == URL.size + URL_CTL.size == 145
+        assert est == struct.pack("<B2d", 16 | 32, 1e-5, 2e-6)
+        fields = URL.unpack_from(full)
+        assert fields[:8] == (1.0, 0.01, 0.5, 0.01, 20.0, 100.0, 1.0, T0)
+        assert all(math.isnan(x) for x in fields[8:11]) and fields[11] == T0
+        assert fields[12:] == (0,) * 7
+        tail = URL_CTL.unpack_from(full, URL.size)
+        assert math.isnan(tail[0]) and math.isnan(tail[1]) and tail[2:] == (0, 0)
+        (g,) = (await store.lease_next(T0 + 1, 1, 60.0, dispatch_ahead=False)).grants
+        blob = raw.hget(key, ukey) or b""
+        assert blob[0] == 2 and len(blob) == 1 + 64 + 8 + 28 + 17  # the counts: leased
+        assert URL.unpack_from(unpack_entry(blob)[0])[-1] == int(g.lease_id.split(".")[1])
+        assert unpack_entry(blob)[1] == est
+        assert await store.remove_urls([url]) == 1
+        await store.upsert_urls([rec(url)], T0)  # crawled before: the times, no state
+        blob = raw.hget(key, ukey) or b""
+        assert blob[0] == 1 and len(blob) == 1 + 64 + 24 + 8
+    (state,) = await store.get_urls([url])
+    assert state is not None and state.last_crawl_at == T0 and state.prior == UrlPrior()
+
+
+async def test_data_of_another_layout_is_refused(server: LocalRedis) -> None:
+    """The global meta hash records the layout the data was written in; data written
+    before it was recorded (layout 1: no field) is refused at start, naming it."""
+    store = await RedisStore.connect(server.url, shards=4)
+    await store.close()
+    with redis.Redis(port=server.port) as raw:
+        assert raw.hget("cs:{g}:meta", "layout") == str(LAYOUT).encode()
+        raw.hdel("cs:{g}:meta", "layout")
+    with pytest.raises(ValueError, match="record layout 1"):
+        await RedisStore.connect(server.url, shards=4)
 
 
 async def test_lambda0_updates_from_many_clients_are_not_lost(server: LocalRedis) -> None:
@@ -181,8 +231,27 @@ async def test_batches_larger_than_lua_unpack_limits(server: LocalRedis) -> None
         await store.close()
 
 
-def _est_key(store: RedisStore, host: str) -> str:
-    return ShardKeys(shard_of(host, store.shards)).est(host)
+def _urls_key(store: RedisStore, host: str) -> str:
+    return ShardKeys(shard_of(host, store.shards)).urls(host)
+
+
+def _est(raw: redis.Redis, store: RedisStore, host: str, ukey: str) -> bytes | None:
+    """The estimator state in the URL's entry (b"": none), or None (no entry)."""
+    blob = raw.hget(_urls_key(store, host), ukey)
+    return None if blob is None else unpack_entry(blob)[1]
+
+
+def _cut_state(raw: redis.Redis, store: RedisStore, host: str, ukey: str) -> None:
+    """Drop the estimator state from the end of the URL's entry."""
+    blob = raw.hget(_urls_key(store, host), ukey) or b""
+    state = unpack_entry(blob)[1]
+    raw.hset(_urls_key(store, host), ukey, blob[: len(blob) - len(state)])
+
+
+def _record(raw: redis.Redis, key: str, ukey: str) -> bytes:
+    """The full record of the URL's entry (b"": no entry)."""
+    blob = raw.hget(key, ukey)
+    return b"" if blob is None else unpack_entry(blob)[0]
 
 
 async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
@@ -208,10 +277,10 @@ async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
         host_before = raw.hget(keys.hosts, "a.example")
         for _ in range(2):
             assert await store._scripts.run(store.client, [call]) == [2]  # two known URLs
-            record = raw.hget(keys.urls(other), "/r") or b""
+            record = _record(raw, keys.urls(other), "/r")
             assert URL.unpack_from(record)[:7] == (1.0, 2.0, 0.0, 0.0, 0.0, 60.0, 4.5)
             assert raw.zscore(keys.queue(other), "/r") == T0 + 60.0
-            record = raw.hget(keys.urls("a.example"), "/p") or b""
+            record = _record(raw, keys.urls("a.example"), "/p")
             w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack_from(record)[:12]
             assert (w, delta, recall, nu, beta, thr, slam, due) == (
                 3.0, 0.5, 0.25, 0.125, 0.0, 40.0, 2.5, T0 + 40.0,
@@ -223,7 +292,8 @@ async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
 
 
 async def test_estimator_state_layout(server: LocalRedis, store: RedisStore) -> None:
-    """The blob in ``est:<host>`` is laid out as ``lua/lib.lua`` documents it."""
+    """The estimator state at the end of a URL's entry is laid out as ``lua/lib.lua``
+    documents it."""
     prior = UrlPrior("été", 1e-4, None, 0.5, None, fixed=True)
     await store.upsert_urls([rec("https://a.example/p", prior=prior)], T0)
     await store.record_clicks([ClickEvent("https://a.example/p", T0 + 1.0)], DECAY_S)
@@ -232,7 +302,7 @@ async def test_estimator_state_layout(server: LocalRedis, store: RedisStore) -> 
     done = CrawlOutcome(grant.state.url, grant.lease_id, T0 + 500.25, ok=True, changed=True)
     await store.settle([done], 60.0, 0.0, WINDOW)
     with redis.Redis(port=server.port) as raw:
-        blob = raw.hget(_est_key(store, "a.example"), "/p") or b""
+        blob = _est(raw, store, "a.example", "/p") or b""
     label = "été".encode()
     assert len(blob) == est_bytes(prior, clicks=True, signals=True, outcomes=1)
     assert len(blob) == 1 + 4 * 8 + 2 * 8 + 2 + len(label) + 6 < est_size(len(label), 1)
@@ -256,18 +326,18 @@ async def test_estimator_state_is_written_only_when_it_holds_something(
     url, key = "https://a.example/p", "/p"
     with redis.Redis(port=server.port) as raw:
         await store.upsert_urls([rec(url)], T0)
-        assert not raw.hexists(_est_key(store, "a.example"), key)
+        assert _est(raw, store, "a.example", key) == b""
         given = UrlPrior(weight=1e-5, change_rate=2e-6)
         await store.upsert_urls([rec(url, prior=given)], T0)
-        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        blob = _est(raw, store, "a.example", key)
         assert blob == struct.pack("<B2d", 16 | 32, 1e-5, 2e-6)  # 17 bytes
         await store.upsert_urls([rec(url)], T0)
-        assert not raw.hexists(_est_key(store, "a.example"), key)
+        assert _est(raw, store, "a.example", key) == b""
         await store.record_signals([SignalEvent(url, T0 + 2.0)], 0.0, DECAY_S)
-        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        blob = _est(raw, store, "a.example", key)
         assert blob == struct.pack("<B2d", 2, 1.0, T0 + 2.0)
         await store.upsert_urls([rec(url, prior=UrlPrior(label=""))], T0)
-        blob = raw.hget(_est_key(store, "a.example"), key) or b""
+        blob = _est(raw, store, "a.example", key)
         assert blob == struct.pack("<B2dH", 2 | 8, 1.0, T0 + 2.0, 0)  # an empty label
     (s,) = await store.get_urls([url])
     assert s is not None and s.prior == UrlPrior(label="")
@@ -277,19 +347,19 @@ async def test_estimator_state_is_written_only_when_it_holds_something(
 async def test_urls_without_estimator_state_read_as_empty(
     server: LocalRedis, store: RedisStore
 ) -> None:
-    """A URL whose state is missing (written before it existed) reads as no prior and no
+    """A URL whose entry holds no state (cut off here) reads as no prior and no
     observations; events and re-registration start it afresh."""
     url = "https://a.example/p"
     await store.upsert_urls([rec(url, prior=UrlPrior(label="x"))], T0)
     with redis.Redis(port=server.port) as raw:
-        raw.delete(_est_key(store, "a.example"))
+        _cut_state(raw, store, "a.example", "/p")
     (s,) = await store.get_urls([url])
     assert s is not None and (s.prior, s.observations) == (UrlPrior(), Observations())
     await store.record_clicks([ClickEvent(url, T0 + 1.0)], DECAY_S)
     (s,) = await store.get_urls([url])
     assert s is not None and s.observations == Observations(click_mass=1.0, click_ref=T0 + 1.0)
     with redis.Redis(port=server.port) as raw:
-        raw.delete(_est_key(store, "a.example"))
+        _cut_state(raw, store, "a.example", "/p")
     await store.upsert_urls([rec(url, prior=UrlPrior(label="y"))], T0)
     (listed,) = await store.host_urls("a.example")
     assert (listed.prior, listed.observations) == (UrlPrior(label="y"), Observations())
@@ -303,7 +373,8 @@ async def test_removal_deletes_the_estimator_state(server: LocalRedis, store: Re
     )
     assert await store.remove_urls(["https://a.example/p"]) == 1
     with redis.Redis(port=server.port) as raw:
-        assert raw.hkeys(_est_key(store, "a.example")) == [b"/q"]
+        assert raw.hkeys(_urls_key(store, "a.example")) == [b"/q"]  # the state went with it
+        assert _est(raw, store, "a.example", "/q") == struct.pack("<BH", 8, 1) + b"x"
 
 
 async def test_bad_decay_time_is_refused(store: RedisStore) -> None:

@@ -15,6 +15,7 @@ from service.auth import Role, TokenTable
 from service.errors import ConfigError
 from service.serving import check_bind
 from service.settings import Settings, known_variables
+from service.store.redis.tuning import LISTPACK_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +35,13 @@ def test_compose_runs_redis_with_aof_two_replicas_and_an_opt_in_loadgen() -> Non
     assert services["api"]["depends_on"]["redis"]["condition"] == "service_healthy"
     assert services["loadgen"]["profiles"] == ["loadgen"]
     assert services["loadgen"]["command"][:2] == ["crawlsched", "loadgen"]
+
+
+def test_compose_runs_redis_with_the_stores_listpack_settings() -> None:
+    """docs/operations.md, "Redis memory": the values the store checks at start."""
+    redis_cmd = _compose()["services"]["redis"]["command"]
+    for name, value in LISTPACK_SETTINGS.items():
+        assert int(redis_cmd[redis_cmd.index(f"--{name}") + 1]) >= value, name
 
 
 def test_compose_runs_a_worker_on_the_api_store() -> None:

@@ -19,7 +19,9 @@ from service.store.base import (
 )
 from service.store.redis.client import unavailable
 from service.store.redis.keys import GlobalKeys, ShardKeys, url_key
+from service.store.redis.records import LAYOUT
 from service.store.redis.scripts import Call, Client, ScriptSet
+from service.store.redis.tuning import warn_if_low
 from service.urls import host_of
 
 __all__ = ["RedisBase", "clock_arg", "once_ttl_arg"]
@@ -75,21 +77,35 @@ class RedisBase:
 
     @unavailable
     async def prepare(self) -> None:
-        """Register the scripts, record the shard count, seed λ₀.
+        """Register the scripts, check the server's listpack settings (a warning when
+        they are low: :mod:`~service.store.redis.tuning`), record the shard count and
+        the records' layout, seed λ₀.
 
         Raises
         ------
         ValueError
-            If the data was written with another shard count.
+            If the data was written with another shard count, or in another layout of
+            the records (``records.LAYOUT``; data from before the layout was recorded
+            counts as layout 1).
         """
         await self._scripts.register(self.client)
+        await warn_if_low(self.client)
         meta = self._global.meta
-        await self.client.hsetnx(meta, "shards", str(self.shards))
+        fresh = await self.client.hsetnx(meta, "shards", str(self.shards))
+        if fresh:
+            await self.client.hsetnx(meta, "layout", str(LAYOUT))
         stored = int(await self.client.hget(meta, "shards") or 0)
         if stored != self.shards:
             raise ValueError(
                 f"the data in Redis was written with {stored} shards, not {self.shards}: "
                 "set CRAWLSCHED_SHARDS to match"
+            )
+        layout = int(await self.client.hget(meta, "layout") or 1)
+        if layout != LAYOUT:
+            raise ValueError(
+                f"the data in Redis was written in record layout {layout}, and this version "
+                f"reads layout {LAYOUT}: run the version that wrote it, or register the "
+                "URLs again into an empty Redis (docs/operations.md, Redis memory)"
             )
         if self._initial is not None:
             await self.client.hsetnx(self._global.multiplier, "mean", repr(self._initial))

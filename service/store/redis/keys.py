@@ -28,11 +28,12 @@ class ShardKeys:
     @property
     def all(self) -> tuple[bytes, ...]:
         """KEYS of every shard script: meta, hosts, ready, leases, deadlines, finished,
-        then the prefixes of the per-host queue, URL and estimator-state keys (encoded
-        once)."""
+        then the prefixes of the per-host queue and URL keys, then a spare name no script
+        reads or writes (it keeps the optional keys after these at KEYS[10] on); encoded
+        once."""
         t = self.tag
         names = (
-            "meta", "hosts", "ready", "leases", "deadlines", "finished", "queue:", "urls:", "est:",
+            "meta", "hosts", "ready", "leases", "deadlines", "finished", "queue:", "urls:", "spare",
         )  # fmt: skip
         return tuple(f"{t}{name}".encode() for name in names)
 
@@ -60,7 +61,9 @@ class ShardKeys:
         return f"{self.tag}queue:{host}"
 
     def urls(self, host: str) -> str:
-        """Hash of the host's URL key -> packed URL record."""
+        """Hash of the host's URL key -> stored URL entry: the packed URL record without
+        its parts that hold only defaults, then the URL's estimator state
+        (``records.unpack_entry``; ``lua/lib.lua``)."""
         return f"{self.tag}urls:{host}"
 
     def once(self, digest: str) -> bytes:
@@ -86,11 +89,6 @@ class ShardKeys:
         :data:`FOLD_GROUP`, deleted as ``fold.lua`` applies them)."""
         return f"{self.tag}events"
 
-    def est(self, host: str) -> str:
-        """Hash of the host's URL key -> packed estimator state (prior, decayed counts,
-        crawl outcomes; ``records.EST_*``); a URL with none of these has no field."""
-        return f"{self.tag}est:{host}"
-
 
 @dataclass(frozen=True, slots=True)
 class GlobalKeys:
@@ -105,7 +103,8 @@ class GlobalKeys:
 
     @property
     def meta(self) -> str:
-        """Hash: ``shards``, the shard count the data was written with."""
+        """Hash: ``shards``, the shard count the data was written with; ``layout``, the
+        version of the stored records' layout (``records.LAYOUT``)."""
         return f"{self.prefix}:{{g}}:meta"
 
     @property

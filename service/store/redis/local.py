@@ -13,10 +13,12 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import redis
 from service.ports import free_port
+from service.store.redis.tuning import LISTPACK_SETTINGS
 
 __all__ = ["LocalCluster", "LocalRedis"]
 
@@ -29,7 +31,8 @@ def _binary(name: str) -> str:
 
 
 class LocalRedis:
-    """One ``redis-server`` in a directory of its own.
+    """One ``redis-server`` in a directory of its own, by default with the listpack
+    settings the store assumes (:data:`~service.store.redis.tuning.LISTPACK_SETTINGS`).
 
     Parameters
     ----------
@@ -41,10 +44,19 @@ class LocalRedis:
     directory : Path, optional
         Data directory (kept across :meth:`kill` / :meth:`start`); a temporary one
         by default.
+    settings : Mapping[str, int], optional
+        Server settings given on the command line (name without ``--``: value);
+        :data:`~service.store.redis.tuning.LISTPACK_SETTINGS` by default, ``{}`` for
+        Redis's own defaults.
     """
 
     def __init__(
-        self, *, aof: bool = False, cluster: bool = False, directory: Path | None = None
+        self,
+        *,
+        aof: bool = False,
+        cluster: bool = False,
+        directory: Path | None = None,
+        settings: Mapping[str, int] = LISTPACK_SETTINGS,
     ) -> None:
         self.port = free_port()
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="crawlsched-redis-")
@@ -52,6 +64,7 @@ class LocalRedis:
         self.aof = aof
         self.cluster = cluster
         self.bus_port = free_port() if cluster else None
+        self.settings = dict(settings)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -66,6 +79,8 @@ class LocalRedis:
             "--logfile", str(self.directory / "redis.log"),
             "--appendonly", "yes" if self.aof else "no",
         ]  # fmt: skip
+        for name, value in self.settings.items():
+            args += [f"--{name}", str(value)]
         if self.aof:
             args += ["--appendfsync", "always"]
         if self.cluster:

@@ -1,10 +1,13 @@
 """The packed records the scripts keep (layouts as in ``lua/lib.lua``) and lease ids.
 
-Per URL the store keeps the 124-byte ``URL`` record in ``urls:<host>`` (what dispatch
-reads) and, once it has any, its estimator state in ``est:<host>`` under the same key:
-the prior registration gave, the decayed click and signal counts and the last crawl
-outcomes (MATH.md, "Estimating parameters"), only the parts present (``EST_*`` flags),
-at most ``est_size(L, window)`` = 67 + L + 6·window bytes for a label of L bytes.
+Per URL the store keeps one entry in ``urls:<host>``: a form byte, the ``URL`` record
+(124 bytes and the 21-byte ``URL_CTL`` tail) without the parts that hold only their
+defaults, then the URL's estimator state: the prior registration gave, the decayed
+click and signal counts and the last crawl outcomes (MATH.md, "Estimating
+parameters"), only the parts present (``EST_*`` flags), at most ``est_size(L,
+window)`` = 67 + L + 6·window bytes for a label of L bytes.  A URL registered with W
+and Δ and not yet leased takes 1 + 72 + 17 = 90 bytes (:func:`unpack_entry`).  The
+scripts answer the full record (:data:`URL_FULL` bytes) and the state apart.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "GRANT",
     "HOST",
     "HOST_CTL",
+    "LAYOUT",
     "MAX_LABEL_BYTES",
     "OUTCOME",
     "PARAMS",
@@ -51,6 +55,7 @@ __all__ = [
     "pack_group",
     "pack_prior",
     "parse_lease_id",
+    "unpack_entry",
     "unpack_est",
     "unpack_group",
     "unpack_host",
@@ -86,8 +91,20 @@ HOST_CTL = struct.Struct("<dIHIBBI")
 #: The URL record's frontier controls' tail (lib.lua URL_CTL): retired at Unix s (NaN:
 #: not retired), refetch after Unix s (NaN: none), gone count, retire reason code.
 URL_CTL = struct.Struct("<ddIB")
-#: A full URL record, the tail included (get.lua pads records written without it).
+#: A full URL record, the tail included (as the scripts answer it).
 URL_FULL = URL.size + URL_CTL.size
+#: Version of the stored layout, kept in the global meta hash (``keys.GlobalKeys.meta``):
+#: 2 is one entry per URL (:func:`unpack_entry`), 1 the record and the estimator state
+#: in two hashes.
+LAYOUT = 2
+#: The parts of the record a stored entry leaves out while they hold their defaults:
+#: (form bit, first byte, end byte, default bytes) of the times (last crawl, last signal,
+#: last click: NaN), the counts (n since crawl .. lease seq: 0) and the controls' tail.
+_PARTS = (
+    (1, 64, 88, struct.pack("<3d", math.nan, math.nan, math.nan)),
+    (2, 96, URL.size, bytes(28)),
+    (4, URL.size, URL_FULL, URL_CTL.pack(math.nan, math.nan, 0, 0)),
+)
 _RETIRE = {code: reason for reason, code in RETIRE_CODES.items()}
 _BLOCK = {code: reason for reason, code in BLOCK_CODES.items()}
 _DEADLINE = struct.Struct("<d")
@@ -234,6 +251,32 @@ def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
             ]
         )
     return prior, Observations(click_mass, click_ref, signal_mass, signal_ref, outcomes)
+
+
+def unpack_entry(blob: bytes) -> tuple[bytes, bytes]:
+    """The full record (:data:`URL_FULL` bytes) and the estimator state (``b""``: none) of
+    a stored entry of ``urls:<host>`` (``lua/lib.lua`` unpack_entry: a form byte, record
+    bytes 0-63, the times if form bit 1, bytes 88-95, the counts if bit 2, the tail if
+    bit 4, then the state).
+
+    Examples
+    --------
+    >>> head = URL.pack(*range(8), math.nan, math.nan, math.nan, 9.0, *(0,) * 7)[:64]
+    >>> rec, est = unpack_entry(bytes([0]) + head + struct.pack("<d", 9.0) + bytes([16]))
+    >>> len(rec), URL.unpack_from(rec)[11], URL_CTL.unpack_from(rec, URL.size)[2], est.hex()
+    (145, 9.0, 0, '10')
+    """
+    form, at, out = blob[0], 65, [blob[1:65]]
+    for bit, start, end, default in _PARTS:
+        if bit == 2:  # the due time lies between the times and the counts
+            out.append(blob[at : at + 8])
+            at += 8
+        if form & bit:
+            out.append(blob[at : at + end - start])
+            at += end - start
+        else:
+            out.append(default)
+    return b"".join(out), blob[at:]
 
 
 def pack_group(values: Sequence[float]) -> bytes:

@@ -14,7 +14,7 @@ for i = 1, #all, 2 do
   end
 end
 local n = #all / 2
-redis.call('DEL', K_URLS .. host, K_EST .. host, K_QUEUE .. host)
+redis.call('DEL', K_URLS .. host, K_QUEUE .. host)
 redis.call('HDEL', K_HOSTS, host)
 redis.call('ZREM', K_READY, host)
 if n > 0 then redis.call('HINCRBY', K_META, 'urls', -n) end  -- (-0 is not an integer)

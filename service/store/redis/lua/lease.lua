@@ -233,7 +233,7 @@ for s, idx in pairs(by_shard) do
       local ukey = first
       -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
       -- unpack the whole record
-      local rec = full_rec(redis.call('HGET', K_URLS .. host, ukey))
+      local rec, est = get_rec(host, ukey)
       local url_due = struct.unpack('<d', rec, URL_DUE_AT)
       local last = struct.unpack('<d', rec, URL_LAST_AT)
       local floor = struct.unpack('<d', rec, URL_REFETCH_AT)
@@ -244,7 +244,7 @@ for s, idx in pairs(by_shard) do
         url_due = math.max(url_due, floor)
         rec = string.sub(rec, 1, URL_DUE_AT - 1) .. struct.pack('<d', url_due)
           .. string.sub(rec, URL_DUE_AT + 8)
-        redis.call('HSET', K_URLS .. host, ukey, rec)
+        put_rec(host, ukey, rec, est)
         redis.call('ZADD', q, url_due, ukey)
       else
         redis.call('ZREM', q, ukey)
@@ -260,7 +260,7 @@ for s, idx in pairs(by_shard) do
         local seq = seq0 + j
         rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
           .. string.sub(rec, URL_LEASE_AT + 4)
-        redis.call('HSET', K_URLS .. host, ukey, rec)
+        put_rec(host, ukey, rec, est)
         leases[#leases + 1] = seq
         leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
                                           nonce = nonce, host = host, ukey = ukey})

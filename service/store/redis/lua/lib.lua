@@ -9,10 +9,10 @@
 --   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix s
 --   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
 --   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix s
---   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> packed URL record
---   KEYS[9]  est:        prefix of "est:<host>",   hash url key -> packed estimator state
---                        (layout below), keyed like urls:<host>; a URL with
---                        nothing to keep there has no field
+--   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> stored URL entry: the
+--                        URL record and its estimator state (layouts below)
+--   KEYS[9]  spare       no key is read or written under it (it keeps the place of the
+--                        optional keys after it)
 --   KEYS[10] once:<digest>  string  optional, only for event batches under an idempotency
 --                        key: this batch's answer in this shard (below)
 -- The per-host keys are found while the script runs (which host is ready is the
@@ -24,7 +24,7 @@
 
 local K_META, K_HOSTS, K_READY = KEYS[1], KEYS[2], KEYS[3]
 local K_LEASES, K_DEADLINES, K_FINISHED = KEYS[4], KEYS[5], KEYS[6]
-local K_QUEUE, K_URLS, K_EST = KEYS[7], KEYS[8], KEYS[9]
+local K_QUEUE, K_URLS = KEYS[7], KEYS[8]
 local K_ONCE = KEYS[10]
 -- Scripts over several shards of one node (lease.lua) hold the keys of each shard, 9
 -- in the order above, one after the other in `list`, and point the K_* names at shard
@@ -33,7 +33,7 @@ local function use_shard(list, i)
   local b = 9 * (i - 1)
   K_META, K_HOSTS, K_READY = list[b + 1], list[b + 2], list[b + 3]
   K_LEASES, K_DEADLINES, K_FINISHED = list[b + 4], list[b + 5], list[b + 6]
-  K_QUEUE, K_URLS, K_EST = list[b + 7], list[b + 8], list[b + 9]
+  K_QUEUE, K_URLS = list[b + 7], list[b + 8]
 end
 
 local INF = math.huge
@@ -94,33 +94,120 @@ end
 -- changes, fetch errors, lease seq (uint32; 0 = not leased).  124 bytes; then the
 -- frontier controls' tail (URL_CTL): retired at (Unix s, NaN = not retired), refetch
 -- after (Unix s, NaN = none), gone count (uint32: 404 counts 1, 410 2), retire reason
--- (byte: 0 none, 1 gone, 2 redirect, 3 done); 145 bytes in all.  Records written
--- before the tail existed are 124 bytes and read as having the defaults.
-local URL = '<ddddddddddddI4I4I4I4I4I4I4'
+-- (byte: 0 none, 1 gone, 2 redirect, 3 done); 145 bytes in all.  This is the record as
+-- the scripts see it (get_rec) and as get.lua and lease.lua answer it.
+local URL_HEAD, URL_TIMES, URL_COUNTS = '<dddddddd', '<ddd', '<I4I4I4I4I4I4I4'
 local URL_CTL, URL_SIZE, URL_FULL = '<ddI4B', 124, 145
--- 1-based byte positions of single fields, for scripts that touch only those
+-- 1-based byte positions of single fields of the record, for scripts that touch only those
 local URL_LCLICK_AT, URL_DUE_AT, URL_CLICKS_AT, URL_LEASE_AT = 81, 89, 101, 121
 local URL_LAST_AT, URL_RETIRED_AT, URL_REFETCH_AT = 65, 125, 133
 local RETIRE_GONE, RETIRE_REDIRECT, RETIRE_DONE = 1, 2, 3
+-- Stored URL entry, the value of urls:<host>: a form byte, the record without the parts
+-- that hold only their defaults, then the URL's estimator state (below; none: nothing).
+--   form bit 1: the times (last crawl, last signal, last click; record bytes 65-88) are
+--     there, else all three are NaN; bit 2: the counts (n since crawl .. lease seq; bytes
+--     97-124), else all 0; bit 4: the controls' tail (bytes 125-145), else the defaults
+--     (not retired, no refetch_after, gone 0, reason 0);
+--   entry = form, record bytes 1-64 (W .. registered), [65-88], 89-96 (due), [97-124],
+--     [125-145], estimator state.
+-- A URL registered with W and Δ given and not yet leased: 1 + 72 + 17 = 90 bytes (a
+-- listpack-encoded host hash holds it when hash-max-listpack-value allows: docs/
+-- operations.md, "Redis memory").
+local ENTRY_HEAD = 66  -- first byte after the form byte and W .. registered
+local NAN_TIMES = struct.pack(URL_TIMES, NAN, NAN, NAN)
+local ZERO_COUNTS = string.rep('\0', 28)
 local CTL_DEFAULT = struct.pack(URL_CTL, NAN, NAN, 0, 0)
--- A record with its tail (an old 124-byte record gets the defaults).
-local function full_rec(s)
-  if #s < URL_FULL then return string.sub(s, 1, URL_SIZE) .. CTL_DEFAULT end
-  return s
+-- The full record (145 bytes) and the estimator state ('' = none) of a stored entry.
+local function unpack_entry(s)
+  local form = string.byte(s, 1)
+  if form == 0 then  -- the usual form of a URL not leased nor crawled yet
+    return string.sub(s, 2, ENTRY_HEAD - 1) .. NAN_TIMES .. string.sub(s, ENTRY_HEAD,
+      ENTRY_HEAD + 7) .. ZERO_COUNTS .. CTL_DEFAULT, string.sub(s, ENTRY_HEAD + 8)
+  end
+  local at = ENTRY_HEAD
+  local times, counts, tail = NAN_TIMES, ZERO_COUNTS, CTL_DEFAULT
+  if form % 2 == 1 then times = string.sub(s, at, at + 23); at = at + 24 end
+  local due = string.sub(s, at, at + 7)
+  at = at + 8
+  if form % 4 >= 2 then counts = string.sub(s, at, at + 27); at = at + 28 end
+  if form >= 4 then tail = string.sub(s, at, at + 20); at = at + 21 end
+  return string.sub(s, 2, ENTRY_HEAD - 1) .. times .. due .. counts .. tail, string.sub(s, at)
+end
+-- Whether `rec` holds `part` at byte `at` (no substring is made).
+local function holds(rec, part, at)
+  return string.find(rec, part, at, true) == at
+end
+-- The entry of a full record `rec` (145 bytes) and an estimator state `est`.
+local function pack_entry(rec, est)
+  local form, times, counts, tail = 0, '', '', ''
+  if not holds(rec, NAN_TIMES, 65) then form = 1; times = string.sub(rec, 65, 88) end
+  if not holds(rec, ZERO_COUNTS, 97) then form = form + 2; counts = string.sub(rec, 97, 124) end
+  if not holds(rec, CTL_DEFAULT, 125) then form = form + 4; tail = string.sub(rec, 125, 145) end
+  return string.char(form) .. string.sub(rec, 1, 64) .. times .. string.sub(rec, 89, 96)
+    .. counts .. tail .. est
+end
+-- A URL's full record and estimator state, or nil (unknown URL).
+local function get_rec(host, ukey)
+  local s = redis.call('HGET', K_URLS .. host, ukey)
+  if not s then return nil end
+  return unpack_entry(s)
+end
+local function put_rec(host, ukey, rec, est)
+  redis.call('HSET', K_URLS .. host, ukey, pack_entry(rec, est))
+end
+-- A stored entry as a table of the record's fields, the estimator state as `est`.
+local function entry_url(s)
+  local form = string.byte(s, 1)
+  local u = {}
+  local at
+  u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, at = struct.unpack(URL_HEAD, s, 2)
+  if form % 2 == 1 then
+    u.last, u.lsig, u.lclick, at = struct.unpack(URL_TIMES, s, at)
+  else
+    u.last, u.lsig, u.lclick = NAN, NAN, NAN
+  end
+  u.due, at = struct.unpack('<d', s, at)
+  if form % 4 >= 2 then
+    u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease, at =
+      struct.unpack(URL_COUNTS, s, at)
+  else
+    u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease = 0, 0, 0, 0, 0, 0, 0
+  end
+  if form >= 4 then
+    u.retired, u.refetch, u.gone, u.reason, at = struct.unpack(URL_CTL, s, at)
+  else
+    u.retired, u.refetch, u.gone, u.reason = NAN, NAN, 0, 0
+  end
+  u.est = string.sub(s, at)
+  return u
 end
 local function get_url(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
   if not s then return nil end
-  local u = {}
-  u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last, u.lsig, u.lclick,
-    u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease = struct.unpack(URL, s)
-  u.retired, u.refetch, u.gone, u.reason = struct.unpack(URL_CTL, full_rec(s), URL_SIZE + 1)
-  return u
+  return entry_url(s)
 end
+-- The stored entry of a URL table (its `est`, '' when nil, the estimator state).
 local function pack_url(u)
-  return struct.pack(URL, u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam, u.reg, u.last,
-    u.lsig, u.lclick, u.due, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors, u.lease)
-    .. struct.pack(URL_CTL, u.retired or NAN, u.refetch or NAN, u.gone or 0, u.reason or 0)
+  local form, times, counts, tail = 0, '', '', ''
+  if not (isnan(u.last) and isnan(u.lsig) and isnan(u.lclick)) then
+    form = 1
+    times = struct.pack(URL_TIMES, u.last, u.lsig, u.lclick)
+  end
+  if u.n ~= 0 or u.clicks ~= 0 or u.signals ~= 0 or u.crawls ~= 0 or u.changes ~= 0
+    or u.errors ~= 0 or u.lease ~= 0 then
+    form = form + 2
+    counts = struct.pack(URL_COUNTS, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors,
+                         u.lease)
+  end
+  local retired, refetch, gone, reason = u.retired or NAN, u.refetch or NAN, u.gone or 0,
+    u.reason or 0
+  if not (isnan(retired) and isnan(refetch) and gone == 0 and reason == 0) then
+    form = form + 4
+    tail = struct.pack(URL_CTL, retired, refetch, gone, reason)
+  end
+  return string.char(form) .. struct.pack(URL_HEAD, u.w, u.delta, u.recall, u.nu, u.beta,
+    u.thr, u.slam, u.reg) .. times .. struct.pack('<d', u.due) .. counts .. tail
+    .. (u.est or '')
 end
 
 -- The store's frontier controls every script shares, as ControlRules set them (written
@@ -146,14 +233,14 @@ local function floor_of(u)
   if m > 0 and not isnan(u.last) then f = math.max(f, u.last + m) end
   return f
 end
+-- Store a URL table, with its estimator state (`est`).
 local function put_url(host, ukey, u)
   redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
 end
 
 -- Estimator state of a URL (service/store/redis/records.py; MATH.md "Estimating
--- parameters"), kept apart so that the 124-byte URL record stays as it is, and only
--- what the URL has: a URL with no label, no given value, not fixed, no event and no
--- outcome has no state at all (a missing field reads as all defaults).
+-- parameters"), at the end of its stored entry (above), and only what the URL has: a URL
+-- with no label, no given value, not fixed, no event and no outcome has none ('').
 --   flags, 1 byte: 1 click count, 2 signal count, 4 fixed, 8 a label was given, 16 W,
 --     32 Δ, 64 recall, 128 ν given at registration;
 --   then, when flagged and in this order: the click count (decayed mass, reference Unix s:
@@ -167,17 +254,10 @@ end
 -- counts'.  A decayed count holds Σ exp(−(ref − t_k)/T) at ref, the latest event time.
 local EST_CLICKS, EST_SIGNALS = 1, 2
 local OUTCOME, OUTCOME_SIZE, MAX_OUTCOME_N = '<fH', 6, 65535
--- The state of a URL ('' = none).
-local function get_est(host, ukey)
-  return redis.call('HGET', K_EST .. host, ukey) or ''
-end
--- Store a state; one that holds nothing (flags 0, no outcome) is deleted.
-local function put_est(host, ukey, e)
-  if e == '' or e == '\0' then
-    redis.call('HDEL', K_EST .. host, ukey)
-  else
-    redis.call('HSET', K_EST .. host, ukey, e)
-  end
+-- A state as stored: one that holds nothing (flags 0, no outcome) is none ('').
+local function est_norm(e)
+  if e == '\0' then return '' end
+  return e
 end
 local function has(flags, bit) return math.floor(flags / bit) % 2 == 1 end
 -- Byte position (1-based) of the first given value of a state with these flags.
@@ -203,9 +283,9 @@ local function add_event(mass, ref, t, decay)
   if t >= ref then return mass * math.exp(-(t - ref) / decay) + 1.0, t end
   return mass + math.exp(-(ref - t) / decay), ref
 end
--- Fold an event into the click (which = EST_CLICKS) or signal (EST_SIGNALS) count.
-local function est_add_event(host, ukey, which, t, decay)
-  local e = get_est(host, ukey)
+-- A state `e` with one event folded into its click (which = EST_CLICKS) or signal
+-- (EST_SIGNALS) count.
+local function est_add_event(e, which, t, decay)
   if e == '' then e = '\0' end
   local flags = string.byte(e, 1)
   local at = 2  -- where the count is (or goes)
@@ -218,8 +298,8 @@ local function est_add_event(host, ukey, which, t, decay)
     flags = flags + which
   end
   mass, ref = add_event(mass, ref, t, decay)
-  put_est(host, ukey, string.char(flags) .. string.sub(e, 2, at - 1)
-    .. struct.pack('<dd', mass, ref) .. string.sub(e, rest))
+  return string.char(flags) .. string.sub(e, 2, at - 1) .. struct.pack('<dd', mass, ref)
+    .. string.sub(e, rest)
 end
 
 -- Host record: crawl delay (s), gate (Unix s), log-mean estimate (NaN = none),
@@ -431,7 +511,7 @@ local function apply_signal(host, ukey, t, discard, cap, decay, touched)
   local u = get_url(host, ukey)
   if not u then return 1 end
   u.signals = u.signals + 1
-  est_add_event(host, ukey, EST_SIGNALS, t, decay)
+  u.est = est_add_event(u.est, EST_SIGNALS, t, decay)
   local code = 2
   if isnan(u.last) or t > u.last + discard then
     if not isnan(u.last) then u.n = u.n + 1 end
@@ -447,17 +527,15 @@ end
 -- One click at `t` (Unix s) of a URL: counted, folded into the decayed click count
 -- (`decay` s).  Returns 0 accepted, 1 unknown URL.  (clicks.lua, fold.lua)
 local function apply_click(host, ukey, t, decay)
-  local key = K_URLS .. host
-  local rec = redis.call('HGET', key, ukey)
+  local rec, e = get_rec(host, ukey)
   if not rec then return 1 end
-  -- two fields change: rewrite them in place, not the whole record
+  -- two fields change: rewrite them in the record, not field by field
   local last = struct.unpack('<d', rec, URL_LCLICK_AT)
   if isnan(last) or t > last then last = t end
   local clicks = struct.unpack('<I4', rec, URL_CLICKS_AT) + 1
-  redis.call('HSET', key, ukey,
+  put_rec(host, ukey,
     string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
     .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
-    .. string.sub(rec, URL_CLICKS_AT + 4))
-  est_add_event(host, ukey, EST_CLICKS, t, decay)
+    .. string.sub(rec, URL_CLICKS_AT + 4), est_add_event(e, EST_CLICKS, t, decay))
   return 0
 end

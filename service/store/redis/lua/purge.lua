@@ -1,5 +1,5 @@
 -- Drop the URLs of one shard retired before a time (POST /urls/purge), with their
--- estimator state; only hosts with retired URLs are read.
+-- estimator state (in their entries); only hosts with retired URLs are read.
 -- KEYS: the shard keys (lib.lua).  ARGV[1] retired before, Unix s.
 -- Returns the dropped URLs as a flat list: host, URL key, host, URL key, …
 local before = num(ARGV[1])
@@ -13,15 +13,11 @@ for i = 1, #hosts, 2 do
     local all = redis.call('HGETALL', K_URLS .. host)
     local drop = {}
     for j = 1, #all, 2 do
-      local s = all[j + 1]
-      if #s >= URL_FULL then
-        local at = struct.unpack('<d', s, URL_RETIRED_AT)
-        if at < before then drop[#drop + 1] = all[j] end
-      end
+      local u = entry_url(all[j + 1])
+      if u.retired < before then drop[#drop + 1] = all[j] end
     end
     if #drop > 0 then
       bulk('HDEL', K_URLS .. host, drop, 1)
-      bulk('HDEL', K_EST .. host, drop, 1)
       h.retired = h.retired - #drop
       put_host(host, h)
       removed = removed + #drop

@@ -11,7 +11,6 @@ for i = 2, #ARGV, 2 do
   if u then
     removed = removed + 1
     redis.call('HDEL', K_URLS .. host, ukey)
-    redis.call('HDEL', K_EST .. host, ukey)
     redis.call('HINCRBY', K_META, 'urls', -1)
     if not isnan(u.retired) then
       redis.call('HINCRBY', K_META, 'retired', -1)

@@ -60,8 +60,8 @@ local touched = {}
 local grew_t, grew_h, grew_u = {}, {}, {}  -- the accepted results, for the stream
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
 -- Append an outcome to the URL's state; the oldest beyond the window are dropped.
-local function add_outcome(host, ukey, tau, n, changed)
-  local e = get_est(host, ukey)
+local function add_outcome(u, tau, n, changed)
+  local e = u.est
   local at = est_outcomes_at(e)
   if e == '' then e = '\0' end
   if changed then tau = -tau end
@@ -70,7 +70,7 @@ local function add_outcome(host, ukey, tau, n, changed)
   if excess > 0 then
     e = string.sub(e, 1, at - 1) .. string.sub(e, at + excess * OUTCOME_SIZE)
   end
-  put_est(host, ukey, e)
+  u.est = est_norm(e)
 end
 for host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch, retire in
     string.gmatch(ARGV[6], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
@@ -117,7 +117,7 @@ for host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch, 
       u.crawls = u.crawls + 1
       if changed then u.changes = u.changes + 1 end
       if known and not isnan(u.last) and fetched > u.last then
-        add_outcome(host, ukey, fetched - u.last, u.n, changed)
+        add_outcome(u, fetched - u.last, u.n, changed)
       end
       if isnan(u.last) or fetched > u.last then
         u.last = fetched

@@ -37,7 +37,7 @@ for i = 6, #ARGV, 3 do
     out[#out + 1] = 0
   else
     -- the new prior between the stored counts and outcomes (a new URL has none)
-    local e = u and get_est(host, ukey) or ''
+    local e = u and u.est or ''
     local flags, events, outcomes = string.byte(prior, 1), '', ''
     if e ~= '' then
       local old = string.byte(e, 1)
@@ -45,9 +45,7 @@ for i = 6, #ARGV, 3 do
       events = string.sub(e, 2, est_prior_at(old) - 1)
       outcomes = string.sub(e, est_outcomes_at(e))
     end
-    if e ~= '' or flags ~= 0 then
-      put_est(host, ukey, string.char(flags) .. events .. string.sub(prior, 2) .. outcomes)
-    end
+    local est = est_norm(string.char(flags) .. events .. string.sub(prior, 2) .. outcomes)
     if u then
       out[#out + 1] = 0
     else
@@ -58,6 +56,7 @@ for i = 6, #ARGV, 3 do
     end
     if u.retired then unretire(host, u, h) end  -- registered again: back, with its history
     u.w, u.delta, u.recall, u.nu, u.beta, u.thr, u.slam = w, delta, recall, nu, beta, thr, slam
+    u.est = est
     if not isnan(last) and (isnan(u.last) or last > u.last) then
       u.last, u.n = last, 0
     end
