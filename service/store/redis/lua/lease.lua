@@ -25,14 +25,16 @@
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
 -- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
 -- ('' = any; then the call holds that host's shard alone); then the 9 keys of each of
--- the last U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
--- values ln V of ungated dispatches (for λ₀; only with the multiplier key), then per
--- dispatch observation three values: shard index (1..S), host, ln V of a gated one
--- ('' for an ungated one).  A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py):
--- a gated dispatch adds ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
+-- the last U shards; then: window (dispatches), clip (log units) of the multiplier
+-- fold; the ln V of the ungated dispatches, '<d' each, one string (for λ₀; only with the
+-- multiplier key); the dispatch observations, one string: per observation OBS (shard
+-- index 1..S, 1 when gated else 0, ln V of a gated one, host length), then the host.
+-- A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py): a gated dispatch adds
+-- ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
 -- A lease is gated (held back by politeness) when its URL was due before the host's gate
 -- opened and it goes out within BOUND_SLACK crawl delays of the opening.
 local GRANT = '<ddI4HHHB'
+local OBS = '<HBdH'  -- a dispatch observation, then its host (dispatch.py _OBS)
 local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
@@ -40,6 +42,7 @@ local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5]
 local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
 local U = num(ARGV[10])
 local deadline = now + ttl
+local deadline_s = str(deadline)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
@@ -54,9 +57,11 @@ if K_MULT then
   local window, clip = num(ARGV[A + 1]), num(ARGV[A + 2])
   local got = redis.call('HMGET', K_MULT, 'mean', 'count')
   local mean, count = num(got[1]) or NAN, num(got[2]) or 0
-  local F = num(ARGV[A + 3])
-  for i = A + 4, A + 3 + F do mean, count = fold(mean, count, num(ARGV[i]), window, clip) end
-  if F > 0 then
+  local free, obs = ARGV[A + 3], ARGV[A + 4]
+  for at = 1, #free, 8 do
+    mean, count = fold(mean, count, struct.unpack('<d', free, at), window, clip)
+  end
+  if #free > 0 then
     if isnan(mean) then
       redis.call('HSET', K_MULT, 'count', str(count))
     else
@@ -64,17 +69,25 @@ if K_MULT then
     end
   end
   log_lam0, lam0_count = mean, str(count)
-  for i = A + 4 + F, #ARGV, 3 do
-    local x = ARGV[i + 2]
-    if x == '' then x = log_lam0 - log_lam0 else x = num(x) - log_lam0 end  -- NaN: no λ₀
+  local by_shard = {}  -- shard index -> host, x, host, x, ... in the order given
+  local at = 1
+  while at <= #obs do
+    local s, gated, v, len
+    s, gated, v, len, at = struct.unpack(OBS, obs, at)
+    local host = string.sub(obs, at, at + len - 1)
+    at = at + len
+    local x = v - log_lam0  -- NaN: no λ₀
+    if gated == 0 then x = log_lam0 - log_lam0 end
     if not isnan(x) then
-      use_shard(SHARD_KEYS, num(ARGV[i]))
-      local h = get_host(ARGV[i + 1])
-      if h then
-        h.mean, h.count = fold(h.mean, h.count, x, window, clip)
-        put_host(ARGV[i + 1], h)
-      end
+      local l = by_shard[s]
+      if not l then l = {}; by_shard[s] = l end
+      l[#l + 1] = host
+      l[#l + 1] = x
     end
+  end
+  for s, l in pairs(by_shard) do
+    use_shard(SHARD_KEYS, s)
+    fold_hosts(l, window, clip)
   end
 end
 
@@ -102,14 +115,15 @@ if 'B' < 'a' and '-' < '.' and 'a-b' < 'a.a' and '9' < 'A' and 'Z' < '_' and 'ab
 end
 
 -- Per shard, a cursor over its hosts in ready-set order: `due` ones (readiness <= now)
--- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks.
+-- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks into
+-- parallel arrays: readiness `sc`, host `nm`, host record `rc` (open ones only).
 local function cursor(s, due)
-  return {s = s, due = due, buf = {}, at = 1, offset = 0, done = false}
+  return {s = s, due = due, sc = {}, nm = {}, rc = {}, at = 1, offset = 0, done = false}
 end
 local function fill(c, want)
   use_shard(SHARD_KEYS, c.s)
-  while c.at > #c.buf and not c.done do
-    c.buf, c.at = {}, 1
+  while c.at > #c.nm and not c.done do
+    c.sc, c.nm, c.rc, c.at = {}, {}, {}, 1
     local chunk = want + 8
     local got
     if c.due then
@@ -123,8 +137,12 @@ local function fill(c, want)
     end
     if #got < 2 * chunk then c.done = true end
     c.offset = c.offset + #got / 2
+    local sc, nm = c.sc, c.nm
     if c.due then  -- host records read when leased
-      for i = 1, #got, 2 do c.buf[#c.buf + 1] = {num(got[i + 1]), got[i]} end
+      for i = 1, #got, 2 do
+        local j = (i + 1) / 2
+        nm[j], sc[j] = got[i], num(got[i + 1])
+      end
     elseif #got > 0 then
       local hosts = {}
       for i = 1, #got, 2 do hosts[#hosts + 1] = got[i] end
@@ -133,7 +151,8 @@ local function fill(c, want)
         local h = unpack_host_rec(rec)
         -- open: gate passed, not blocked now (nor paused or full: host_ready)
         if h.gate <= now and not (h.blocked > now) and host_ready(h, -INF) then
-          c.buf[#c.buf + 1] = {num(got[2 * j]), hosts[j], rec}
+          local m = #nm + 1
+          sc[m], nm[m], c.rc[m] = num(got[2 * j]), hosts[j], rec
         end
       end
     end
@@ -145,20 +164,21 @@ local function merge(due, k)
   if k <= 0 then return out end
   local cs = {}
   for s = 1, S do cs[s] = cursor(s, due) end
-  local per = math.ceil(2 * k / S)
+  -- each shard's share and a margin per chunk (a host's shard is a hash of its name)
+  local per = math.ceil(1.25 * k / S)
   while #out < k do
-    local best, bc = nil, nil
+    local bc, bs, bn = nil, nil, nil
     for _, c in ipairs(cs) do
-      if c.at > #c.buf and not c.done then fill(c, math.min(per, k - #out)) end
-      local e = c.buf[c.at]
-      if e and (not best or e[1] < best[1] or (e[1] == best[1] and bytes_less(e[2], best[2])))
-      then
-        best, bc = e, c
+      if c.at > #c.nm and not c.done then fill(c, math.min(per, k - #out)) end
+      local n = c.nm[c.at]
+      if n then
+        local sc = c.sc[c.at]
+        if not bc or sc < bs or (sc == bs and bytes_less(n, bn)) then bc, bs, bn = c, sc, n end
       end
     end
-    if not best then break end
+    if not bc then break end
+    out[#out + 1] = {bs, bn, bc.rc[bc.at], bc.s}
     bc.at = bc.at + 1
-    out[#out + 1] = {best[1], best[2], best[3], bc.s}
   end
   return out
 end
@@ -222,15 +242,18 @@ for s, idx in pairs(by_shard) do
   local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
   local min_revisit = ctl().min_revisit
+  -- what every lease record of this call starts with (pack_lease, whole)
+  local lease_head = struct.pack(LEASE, ACTIVE, deadline, now) .. nonce .. ' '
   for j, i in ipairs(idx) do
     local e = due[i]
     local host = e[2]
     local h = unpack_host_rec(e[3])
     local q = K_QUEUE .. host
-    local first = redis.call('ZRANGE', q, 0, 0)[1]
-    -- paused, full or blocked since it was listed (another call, an operator): skipped
-    if first and host_ready(h, -INF) and not (h.blocked > now) then
-      local ukey = first
+    -- paused, full or blocked since it was listed (another call, an operator): skipped;
+    -- otherwise its queue's head is taken out (put back below when held back)
+    local ukey = nil
+    if host_ready(h, -INF) and not (h.blocked > now) then ukey = redis.call('ZPOPMIN', q)[1] end
+    if ukey then
       -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
       -- unpack the whole record
       local rec = full_rec(redis.call('HGET', K_URLS .. host, ukey))
@@ -247,7 +270,6 @@ for s, idx in pairs(by_shard) do
         redis.call('HSET', K_URLS .. host, ukey, rec)
         redis.call('ZADD', q, url_due, ukey)
       else
-        redis.call('ZREM', q, ukey)
         local opened = h.gate
         if not isnan(h.blocked) then opened = math.max(opened, h.blocked) end
         local gated = 0  -- held by politeness or a block
@@ -258,14 +280,14 @@ for s, idx in pairs(by_shard) do
         h.gate = now + h.delay
         h.flight = h.flight + 1
         local seq = seq0 + j
+        local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
         rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
           .. string.sub(rec, URL_LEASE_AT + 4)
         redis.call('HSET', K_URLS .. host, ukey, rec)
-        leases[#leases + 1] = seq
-        leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
-                                          nonce = nonce, host = host, ukey = ukey})
-        deadlines[#deadlines + 1] = deadline
-        deadlines[#deadlines + 1] = seq
+        leases[#leases + 1] = seq_s
+        leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
+        deadlines[#deadlines + 1] = deadline_s
+        deadlines[#deadlines + 1] = seq_s
         grants[i] = string.sub(rec, 1, URL_SIZE)
           .. struct.pack(GRANT, was_ready, h.mean, seq, s, #host, #ukey, gated)
         names[i] = host .. ukey
