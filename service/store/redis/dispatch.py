@@ -104,6 +104,7 @@ class RedisDispatch(RedisMultipliers):
     def __init__(self, client: Client, **options: Any) -> None:
         super().__init__(client, **options)
         self._coalescer = LeaseCoalescer(self._lease_columns)
+        self._joined_keys: dict[tuple[int, ...], bytes] = {}
 
     def _nodes(self) -> list[tuple[Any, list[int]]]:
         """The shards grouped by the node that holds them: (node, shards); a single
@@ -130,13 +131,12 @@ class RedisDispatch(RedisMultipliers):
         node), the multiplier key too, and the buffered dispatch observations; with
         ``only``, from that host alone (``shards`` is its shard)."""
         clock, mode, cap, ahead, ttl, nonce = head
-        # a cluster routes by the declared keys: one shard's; the others as arguments
-        declared = len(shards) if node is None else 1
-        keys: list[bytes | str] = [k for s in shards[:declared] for k in self._script_keys[s]]
+        # the first shard's keys declared (a cluster routes by them), the others' in one
+        # argument: one argument per key would cost redis-py ~1 µs each to encode
+        keys: list[bytes | str] = list(self._script_keys[shards[0]])
         args: list[bytes | str | int] = [
             clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
-            len(shards) - declared, only,
-            *(k for s in shards[declared:] for k in self._script_keys[s]),
+            len(shards) - 1, only, self._other_keys(shards),
         ]  # fmt: skip
         if observations is not None:
             keys.append(self._global.multiplier)
@@ -148,6 +148,16 @@ class RedisDispatch(RedisMultipliers):
                 _pack_observations(observations, shards, self.shards),
             ]  # fmt: skip
         return Call("lease", keys, args, node)
+
+    def _other_keys(self, shards: Sequence[int]) -> bytes:
+        """The keys of ``shards`` but the first, one line each (no key name holds a line
+        break: keys.py); cached per shard list."""
+        key = tuple(shards)
+        got = self._joined_keys.get(key)
+        if got is None:
+            got = b"\n".join(k for s in shards[1:] for k in self._script_keys[s])
+            self._joined_keys[key] = got
+        return got
 
     @unavailable
     async def lease_next(

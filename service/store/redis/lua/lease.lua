@@ -14,9 +14,9 @@
 -- With mode 'plan' nothing is leased (nor folded): the answer lists the hosts this
 -- node would give, for the caller to share a batch over several nodes.
 -- The shebang flag lets one call touch the slots of several shards; on a Redis Cluster
--- the caller sends it to the node that holds them all, and declares the keys of one
+-- the caller sends it to the node that holds them all.  It declares the keys of one
 -- shard only (a cluster routes by the declared keys, which must share a slot): the
--- others come as arguments.
+-- others come in one argument.
 -- KEYS: 9 per shard, in lib.lua's order, for the first S − U of the call's S shards;
 -- then, optionally, the global multiplier hash (mean = ln λ₀, count).
 -- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] mode, 'lease' or
@@ -24,8 +24,8 @@
 -- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
 -- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
--- ('' = any; then the call holds that host's shard alone); then the 9 keys of each of
--- the last U shards; then: window (dispatches), clip (log units) of the multiplier
+-- ('' = any; then the call holds that host's shard alone); ARGV[12] the 9 keys of each
+-- of the last U shards, one string, a line each; then: window (dispatches), clip (log units) of the multiplier
 -- fold; the ln V of the ungated dispatches, '<d' each, one string (for λ₀; only with the
 -- multiplier key); the dispatch observations, one string: per observation OBS (shard
 -- index 1..S, 1 when gated else 0, ln V of a gated one, host length), then the host.
@@ -46,8 +46,8 @@ local deadline_s = str(deadline)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
-for i = 1, 9 * U do SHARD_KEYS[9 * (S - U) + i] = ARGV[11 + i] end
-local A = 11 + 9 * U  -- ARGV[A + 1] is the window
+for k in string.gmatch(ARGV[12], '[^\n]+') do SHARD_KEYS[#SHARD_KEYS + 1] = k end
+local A = 12  -- ARGV[A + 1] is the window
 local K_MULT = KEYS[9 * (S - U) + 1]
 K_ONCE = nil
 
