@@ -124,7 +124,7 @@ local function fill(c, want)
   use_shard(SHARD_KEYS, c.s)
   while c.at > #c.nm and not c.done do
     c.sc, c.nm, c.rc, c.at = {}, {}, {}, 1
-    local chunk = want + 8
+    local chunk = want + 4
     local got
     if c.due then
       got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES',
@@ -159,26 +159,44 @@ local function fill(c, want)
   end
 end
 -- Up to `k` hosts over all shards, by (readiness, name): {readiness, host, rec, shard}.
+-- The shards' cursors sit in a binary heap by their next host.
+local function before(a, b)
+  local x, y = a.sc[a.at], b.sc[b.at]
+  return x < y or (x == y and bytes_less(a.nm[a.at], b.nm[b.at]))
+end
+local function sift_down(heap, i)
+  local n = #heap
+  while true do
+    local l, m = 2 * i, i
+    if l <= n and before(heap[l], heap[m]) then m = l end
+    if l + 1 <= n and before(heap[l + 1], heap[m]) then m = l + 1 end
+    if m == i then return end
+    heap[i], heap[m] = heap[m], heap[i]
+    i = m
+  end
+end
 local function merge(due, k)
   local out = {}
   if k <= 0 then return out end
-  local cs = {}
-  for s = 1, S do cs[s] = cursor(s, due) end
   -- each shard's share and a margin per chunk (a host's shard is a hash of its name)
-  local per = math.ceil(1.25 * k / S)
-  while #out < k do
-    local bc, bs, bn = nil, nil, nil
-    for _, c in ipairs(cs) do
-      if c.at > #c.nm and not c.done then fill(c, math.min(per, k - #out)) end
-      local n = c.nm[c.at]
-      if n then
-        local sc = c.sc[c.at]
-        if not bc or sc < bs or (sc == bs and bytes_less(n, bn)) then bc, bs, bn = c, sc, n end
-      end
+  local per = math.ceil(1.1 * k / S)
+  local heap = {}
+  for s = 1, S do
+    local c = cursor(s, due)
+    fill(c, math.min(per, k))
+    if c.nm[c.at] then heap[#heap + 1] = c end
+  end
+  for i = math.floor(#heap / 2), 1, -1 do sift_down(heap, i) end
+  while #out < k and #heap > 0 do
+    local c = heap[1]
+    out[#out + 1] = {c.sc[c.at], c.nm[c.at], c.rc[c.at], c.s}
+    c.at = c.at + 1
+    if c.at > #c.nm and not c.done and #out < k then fill(c, math.min(per, k - #out)) end
+    if not c.nm[c.at] then
+      heap[1] = heap[#heap]
+      heap[#heap] = nil
     end
-    if not bc then break end
-    out[#out + 1] = {bs, bn, bc.rc[bc.at], bc.s}
-    bc.at = bc.at + 1
+    sift_down(heap, 1)
   end
   return out
 end
