@@ -54,6 +54,8 @@ def _opt_arg(x: float | None) -> str:
     return "-" if x is None else repr(float(x))
 
 
+_NONE = np.empty(0)
+
 #: One dispatch observation as lease.lua reads it (its OBS): shard index in the call
 #: (1-based), gated (0/1), ln V of a gated one (0 for an ungated one), host length; the
 #: host's bytes follow.
@@ -311,7 +313,7 @@ class RedisDispatch(RedisMultipliers):
             if answers
             else np.empty(0, GRANT)
         )
-        deadline = np.concatenate([np.full(len(a.rec), a.deadline) for a in answers] or [[]])
+        deadline = np.concatenate([np.full(len(a.rec), a.deadline) for a in answers] or [_NONE])
         # λ₀ + λ_h, λ_h = λ₀ · max(0, exp(host log mean) − 1) (0 without either estimate)
         mean = rec["host_mean"].astype(np.float64)
         if lam0 is None:
