@@ -25,10 +25,11 @@
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
 -- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
 -- ('' = any; then the call holds that host's shard alone); ARGV[12] the 9 keys of each
--- of the last U shards, one string, a line each; then: window (dispatches), clip (log units) of the multiplier
--- fold; the ln V of the ungated dispatches, '<d' each, one string (for λ₀; only with the
--- multiplier key); the dispatch observations, one string: per observation OBS (shard
--- index 1..S, 1 when gated else 0, ln V of a gated one, host length), then the host.
+-- of the last U shards, one string, a line each; then: window (dispatches), clip (log
+-- units) of the multiplier fold; the ln V of the ungated dispatches, '<d' each, one
+-- string (for λ₀; only with the multiplier key); the dispatch observations, one string:
+-- per observation OBS (shard index 1..S, 1 when gated else 0, ln V of a gated one, host
+-- length), then the host.
 -- A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py): a gated dispatch adds
 -- ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
 -- A lease is gated (held back by politeness) when its URL was due before the host's gate
@@ -270,7 +271,9 @@ for s, idx in pairs(by_shard) do
     -- paused, full or blocked since it was listed (another call, an operator): skipped;
     -- otherwise its queue's head is taken out (put back below when held back)
     local ukey = nil
-    if host_ready(h, -INF) and not (h.blocked > now) then ukey = redis.call('ZPOPMIN', q)[1] end
+    if host_ready(h, -INF) and not (h.blocked > now) then
+      ukey = redis.call('ZPOPMIN', q)[1]
+    end
     if ukey then
       -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
       -- unpack the whole record

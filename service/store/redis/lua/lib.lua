@@ -428,7 +428,7 @@ end
 -- `obs` is host, x, host, x, ... (x a number, ln V − ln λ₀), folded in that order.  One
 -- HMGET and one HSET for all; only the mean and count of each record change (a host
 -- not on record is skipped).
-local HOST_MEAN_AT = 17
+local HOST_MEAN_AT = 17  -- byte position of the host record's mean, its count next (HOST)
 local function fold_hosts(obs, window, clip)
   local hosts, seen = {}, {}
   for i = 1, #obs, 2 do
@@ -451,8 +451,9 @@ local function fold_hosts(obs, window, clip)
     local st = state[host]
     if st then
       out[#out + 1] = host
-      out[#out + 1] = string.sub(st[3], 1, HOST_MEAN_AT - 1) .. struct.pack('<dd', st[1], st[2])
-        .. string.sub(st[3], HOST_MEAN_AT + 16)
+      local rec = st[3]
+      out[#out + 1] = string.sub(rec, 1, HOST_MEAN_AT - 1) .. struct.pack('<dd', st[1], st[2])
+        .. string.sub(rec, HOST_MEAN_AT + 16)
     end
   end
   bulk('HSET', K_HOSTS, out, 2)
