@@ -125,7 +125,7 @@ local function fill(c, want)
   use_shard(SHARD_KEYS, c.s)
   while c.at > #c.nm and not c.done do
     c.sc, c.nm, c.rc, c.at = {}, {}, {}, 1
-    local chunk = want + 4
+    local chunk = want + 1 + math.floor(want / 8)  -- a margin over the share asked
     local got
     if c.due then
       got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES',
