@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import secrets
+import struct
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -52,6 +54,32 @@ def _opt_arg(x: float | None) -> str:
     return "-" if x is None else repr(float(x))
 
 
+_NONE = np.empty(0)
+
+#: One dispatch observation as lease.lua reads it (its OBS): shard index in the call
+#: (1-based), gated (0/1), ln V of a gated one (0 for an ungated one), host length; the
+#: host's bytes follow.
+_OBS = struct.Struct("<HBdH")
+
+
+def _pack_observations(
+    observations: Sequence[DispatchObservation], shards: Sequence[int], total: int
+) -> bytes:
+    """The observations lease.lua folds into λ_h, packed (:data:`_OBS`, then the host), in
+    their order; a gated one of no finite value (V = 0) is left out.  ``shards``: the
+    call's shards; ``total``: the store's shard count."""
+    index = {s: i + 1 for i, s in enumerate(shards)}
+    pack = _OBS.pack
+    parts: list[bytes] = []
+    for o in observations:
+        if o.gated and not math.isfinite(o.log_value):
+            continue
+        host = o.host.encode()
+        x = o.log_value if o.gated else 0.0
+        parts += (pack(index[zlib.crc32(host) % total], o.gated, x, len(host)), host)
+    return b"".join(parts)
+
+
 def _listed(plans: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int]]:
     """(readiness, host, node) of the hosts the nodes' plans listed in ``part``."""
     for node, plan in enumerate(plans):
@@ -78,6 +106,7 @@ class RedisDispatch(RedisMultipliers):
     def __init__(self, client: Client, **options: Any) -> None:
         super().__init__(client, **options)
         self._coalescer = LeaseCoalescer(self._lease_columns)
+        self._joined_keys: dict[tuple[int, ...], bytes] = {}
 
     def _nodes(self) -> list[tuple[Any, list[int]]]:
         """The shards grouped by the node that holds them: (node, shards); a single
@@ -104,32 +133,33 @@ class RedisDispatch(RedisMultipliers):
         node), the multiplier key too, and the buffered dispatch observations; with
         ``only``, from that host alone (``shards`` is its shard)."""
         clock, mode, cap, ahead, ttl, nonce = head
-        # a cluster routes by the declared keys: one shard's; the others as arguments
-        declared = len(shards) if node is None else 1
-        keys: list[bytes | str] = [k for s in shards[:declared] for k in self._script_keys[s]]
+        # the first shard's keys declared (a cluster routes by them), the others' in one
+        # argument: one argument per key would cost redis-py ~1 µs each to encode
+        keys: list[bytes | str] = list(self._script_keys[shards[0]])
         args: list[bytes | str | int] = [
             clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
-            len(shards) - declared, only,
-            *(k for s in shards[declared:] for k in self._script_keys[s]),
+            len(shards) - 1, only, self._other_keys(shards),
         ]  # fmt: skip
         if observations is not None:
             keys.append(self._global.multiplier)
             config = self._pending_config
-            free = [
-                repr(o.log_value)
-                for o in observations
-                if not o.gated and math.isfinite(o.log_value)
-            ]
-            index = {s: i + 1 for i, s in enumerate(shards)}
-            args += [repr(float(config.window)), repr(float(config.clip)), len(free), *free]
-            for o in observations:
-                if o.gated and not math.isfinite(o.log_value):
-                    continue
-                x = repr(o.log_value) if o.gated else ""
-                args += (index[self._shard(o.host)], o.host, x)
-        else:
-            args += ["0", "0", 0]
+            free = [o.log_value for o in observations if not o.gated and math.isfinite(o.log_value)]
+            args += [
+                repr(float(config.window)), repr(float(config.clip)),
+                np.array(free, dtype="<f8").tobytes(),
+                _pack_observations(observations, shards, self.shards),
+            ]  # fmt: skip
         return Call("lease", keys, args, node)
+
+    def _other_keys(self, shards: Sequence[int]) -> bytes:
+        """The keys of ``shards`` but the first, one line each (no key name holds a line
+        break: keys.py); cached per shard list."""
+        key = tuple(shards)
+        got = self._joined_keys.get(key)
+        if got is None:
+            got = b"\n".join(k for s in shards[1:] for k in self._script_keys[s])
+            self._joined_keys[key] = got
+        return got
 
     @unavailable
     async def lease_next(
@@ -263,28 +293,19 @@ class RedisDispatch(RedisMultipliers):
         lease_ids: list[str] = []
         urls: list[str] = []
         hosts: list[str] = []
-        deadline: list[float] = []
-        threshold: list[float] = []
-        keys: list[tuple[bool, float, str]] = []
-        base = lam0 or 0.0
         for a in answers:
             pos = 0
-            names = a.names
-            for h, k, idx, seq, mean, ready in zip(
+            names, shards, nonce = a.names, a.shards, a.nonce
+            for h, k, idx, seq in zip(
                 a.rec["host_len"].tolist(), a.rec["key_len"].tolist(),
-                a.rec["shard_index"].tolist(), a.rec["seq"].tolist(),
-                a.rec["host_mean"].tolist(), a.rec["ready"].tolist(), strict=True,
+                a.rec["shard_index"].tolist(), a.rec["seq"].tolist(), strict=True,
             ):  # fmt: skip
                 host = names[pos : pos + h].decode()
                 ukey = names[pos + h : pos + h + k].decode()
                 pos += h + k
                 hosts.append(host)
                 urls.append(expand_url(ukey, host))
-                lease_ids.append(format_lease_id(a.shards[idx - 1], seq, a.nonce))
-                deadline.append(a.deadline)
-                lam_h = 0.0 if lam0 is None or mean != mean else lam0 * max(0.0, math.expm1(mean))
-                threshold.append(base + lam_h)
-                keys.append((ready > a.now, ready, host))
+                lease_ids.append(format_lease_id(shards[idx - 1], seq, nonce))
         rec = (
             answers[0].rec
             if len(answers) == 1
@@ -292,12 +313,22 @@ class RedisDispatch(RedisMultipliers):
             if answers
             else np.empty(0, GRANT)
         )
+        deadline = np.concatenate([np.full(len(a.rec), a.deadline) for a in answers] or [_NONE])
+        # λ₀ + λ_h, λ_h = λ₀ · max(0, exp(host log mean) − 1) (0 without either estimate)
+        mean = rec["host_mean"].astype(np.float64)
+        if lam0 is None:
+            threshold = np.zeros(len(rec))
+        else:
+            with np.errstate(invalid="ignore"):
+                lam_h = lam0 * np.maximum(0.0, np.expm1(mean))
+            threshold = lam0 + np.where(np.isnan(mean), 0.0, lam_h)
         gated = rec["gated"].astype(np.bool_)
-        cols = LeaseColumns(
-            now, lease_ids, urls, hosts, np.array(deadline), gated, np.array(threshold), rec
-        )
+        cols = LeaseColumns(now, lease_ids, urls, hosts, deadline, gated, threshold, rec)
         if len(answers) <= 1:
             return cols
+        nows = np.concatenate([np.full(len(a.rec), a.now) for a in answers])
+        ready = rec["ready"].tolist()
+        keys = list(zip((rec["ready"] > nows).tolist(), ready, hosts, strict=True))
         order = sorted(range(len(keys)), key=keys.__getitem__)
         return LeaseColumns(
             now, [lease_ids[i] for i in order], [urls[i] for i in order],

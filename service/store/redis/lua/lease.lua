@@ -14,9 +14,9 @@
 -- With mode 'plan' nothing is leased (nor folded): the answer lists the hosts this
 -- node would give, for the caller to share a batch over several nodes.
 -- The shebang flag lets one call touch the slots of several shards; on a Redis Cluster
--- the caller sends it to the node that holds them all, and declares the keys of one
+-- the caller sends it to the node that holds them all.  It declares the keys of one
 -- shard only (a cluster routes by the declared keys, which must share a slot): the
--- others come as arguments.
+-- others come in one argument.
 -- KEYS: 9 per shard, in lib.lua's order, for the first S − U of the call's S shards;
 -- then, optionally, the global multiplier hash (mean = ln λ₀, count).
 -- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] mode, 'lease' or
@@ -24,15 +24,18 @@
 -- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
 -- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
--- ('' = any; then the call holds that host's shard alone); then the 9 keys of each of
--- the last U shards; then: window (dispatches), clip (log units) of the multiplier fold; F, then F
--- values ln V of ungated dispatches (for λ₀; only with the multiplier key), then per
--- dispatch observation three values: shard index (1..S), host, ln V of a gated one
--- ('' for an ungated one).  A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py):
--- a gated dispatch adds ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
+-- ('' = any; then the call holds that host's shard alone); ARGV[12] the 9 keys of each
+-- of the last U shards, one string, a line each; then: window (dispatches), clip (log
+-- units) of the multiplier fold; the ln V of the ungated dispatches, '<d' each, one
+-- string (for λ₀; only with the multiplier key); the dispatch observations, one string:
+-- per observation OBS (shard index 1..S, 1 when gated else 0, ln V of a gated one, host
+-- length), then the host.
+-- A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py): a gated dispatch adds
+-- ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
 -- A lease is gated (held back by politeness) when its URL was due before the host's gate
 -- opened and it goes out within BOUND_SLACK crawl delays of the opening.
 local GRANT = '<ddI4HHHB'
+local OBS = '<HBdH'  -- a dispatch observation, then its host (dispatch.py _OBS)
 local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
@@ -40,11 +43,12 @@ local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5]
 local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
 local U = num(ARGV[10])
 local deadline = now + ttl
+local deadline_s = str(deadline)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
-for i = 1, 9 * U do SHARD_KEYS[9 * (S - U) + i] = ARGV[11 + i] end
-local A = 11 + 9 * U  -- ARGV[A + 1] is the window
+for k in string.gmatch(ARGV[12], '[^\n]+') do SHARD_KEYS[#SHARD_KEYS + 1] = k end
+local A = 12  -- ARGV[A + 1] is the window
 local K_MULT = KEYS[9 * (S - U) + 1]
 K_ONCE = nil
 
@@ -54,9 +58,11 @@ if K_MULT then
   local window, clip = num(ARGV[A + 1]), num(ARGV[A + 2])
   local got = redis.call('HMGET', K_MULT, 'mean', 'count')
   local mean, count = num(got[1]) or NAN, num(got[2]) or 0
-  local F = num(ARGV[A + 3])
-  for i = A + 4, A + 3 + F do mean, count = fold(mean, count, num(ARGV[i]), window, clip) end
-  if F > 0 then
+  local free, obs = ARGV[A + 3], ARGV[A + 4]
+  for at = 1, #free, 8 do
+    mean, count = fold(mean, count, struct.unpack('<d', free, at), window, clip)
+  end
+  if #free > 0 then
     if isnan(mean) then
       redis.call('HSET', K_MULT, 'count', str(count))
     else
@@ -64,17 +70,25 @@ if K_MULT then
     end
   end
   log_lam0, lam0_count = mean, str(count)
-  for i = A + 4 + F, #ARGV, 3 do
-    local x = ARGV[i + 2]
-    if x == '' then x = log_lam0 - log_lam0 else x = num(x) - log_lam0 end  -- NaN: no λ₀
+  local by_shard = {}  -- shard index -> host, x, host, x, ... in the order given
+  local at = 1
+  while at <= #obs do
+    local s, gated, v, len
+    s, gated, v, len, at = struct.unpack(OBS, obs, at)
+    local host = string.sub(obs, at, at + len - 1)
+    at = at + len
+    local x = v - log_lam0  -- NaN: no λ₀
+    if gated == 0 then x = log_lam0 - log_lam0 end
     if not isnan(x) then
-      use_shard(SHARD_KEYS, num(ARGV[i]))
-      local h = get_host(ARGV[i + 1])
-      if h then
-        h.mean, h.count = fold(h.mean, h.count, x, window, clip)
-        put_host(ARGV[i + 1], h)
-      end
+      local l = by_shard[s]
+      if not l then l = {}; by_shard[s] = l end
+      l[#l + 1] = host
+      l[#l + 1] = x
     end
+  end
+  for s, l in pairs(by_shard) do
+    use_shard(SHARD_KEYS, s)
+    fold_hosts(l, window, clip)
   end
 end
 
@@ -102,15 +116,16 @@ if 'B' < 'a' and '-' < '.' and 'a-b' < 'a.a' and '9' < 'A' and 'Z' < '_' and 'ab
 end
 
 -- Per shard, a cursor over its hosts in ready-set order: `due` ones (readiness <= now)
--- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks.
+-- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks into
+-- parallel arrays: readiness `sc`, host `nm`, host record `rc` (open ones only).
 local function cursor(s, due)
-  return {s = s, due = due, buf = {}, at = 1, offset = 0, done = false}
+  return {s = s, due = due, sc = {}, nm = {}, rc = {}, at = 1, offset = 0, done = false}
 end
 local function fill(c, want)
   use_shard(SHARD_KEYS, c.s)
-  while c.at > #c.buf and not c.done do
-    c.buf, c.at = {}, 1
-    local chunk = want + 8
+  while c.at > #c.nm and not c.done do
+    c.sc, c.nm, c.rc, c.at = {}, {}, {}, 1
+    local chunk = want + 1 + math.floor(want / 8)  -- a margin over the share asked
     local got
     if c.due then
       got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES',
@@ -123,8 +138,12 @@ local function fill(c, want)
     end
     if #got < 2 * chunk then c.done = true end
     c.offset = c.offset + #got / 2
+    local sc, nm = c.sc, c.nm
     if c.due then  -- host records read when leased
-      for i = 1, #got, 2 do c.buf[#c.buf + 1] = {num(got[i + 1]), got[i]} end
+      for i = 1, #got, 2 do
+        local j = (i + 1) / 2
+        nm[j], sc[j] = got[i], num(got[i + 1])
+      end
     elseif #got > 0 then
       local hosts = {}
       for i = 1, #got, 2 do hosts[#hosts + 1] = got[i] end
@@ -133,32 +152,52 @@ local function fill(c, want)
         local h = unpack_host_rec(rec)
         -- open: gate passed, not blocked now (nor paused or full: host_ready)
         if h.gate <= now and not (h.blocked > now) and host_ready(h, -INF) then
-          c.buf[#c.buf + 1] = {num(got[2 * j]), hosts[j], rec}
+          local m = #nm + 1
+          sc[m], nm[m], c.rc[m] = num(got[2 * j]), hosts[j], rec
         end
       end
     end
   end
 end
 -- Up to `k` hosts over all shards, by (readiness, name): {readiness, host, rec, shard}.
+-- The shards' cursors sit in a binary heap by their next host.
+local function before(a, b)
+  local x, y = a.sc[a.at], b.sc[b.at]
+  return x < y or (x == y and bytes_less(a.nm[a.at], b.nm[b.at]))
+end
+local function sift_down(heap, i)
+  local n = #heap
+  while true do
+    local l, m = 2 * i, i
+    if l <= n and before(heap[l], heap[m]) then m = l end
+    if l + 1 <= n and before(heap[l + 1], heap[m]) then m = l + 1 end
+    if m == i then return end
+    heap[i], heap[m] = heap[m], heap[i]
+    i = m
+  end
+end
 local function merge(due, k)
   local out = {}
   if k <= 0 then return out end
-  local cs = {}
-  for s = 1, S do cs[s] = cursor(s, due) end
-  local per = math.ceil(2 * k / S)
-  while #out < k do
-    local best, bc = nil, nil
-    for _, c in ipairs(cs) do
-      if c.at > #c.buf and not c.done then fill(c, math.min(per, k - #out)) end
-      local e = c.buf[c.at]
-      if e and (not best or e[1] < best[1] or (e[1] == best[1] and bytes_less(e[2], best[2])))
-      then
-        best, bc = e, c
-      end
+  -- each shard's share and a margin per chunk (a host's shard is a hash of its name)
+  local per = math.ceil(1.1 * k / S)
+  local heap = {}
+  for s = 1, S do
+    local c = cursor(s, due)
+    fill(c, math.min(per, k))
+    if c.nm[c.at] then heap[#heap + 1] = c end
+  end
+  for i = math.floor(#heap / 2), 1, -1 do sift_down(heap, i) end
+  while #out < k and #heap > 0 do
+    local c = heap[1]
+    out[#out + 1] = {c.sc[c.at], c.nm[c.at], c.rc[c.at], c.s}
+    c.at = c.at + 1
+    if c.at > #c.nm and not c.done and #out < k then fill(c, math.min(per, k - #out)) end
+    if not c.nm[c.at] then
+      heap[1] = heap[#heap]
+      heap[#heap] = nil
     end
-    if not best then break end
-    bc.at = bc.at + 1
-    out[#out + 1] = {best[1], best[2], best[3], bc.s}
+    sift_down(heap, 1)
   end
   return out
 end
@@ -222,15 +261,20 @@ for s, idx in pairs(by_shard) do
   local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
   local min_revisit = ctl().min_revisit
+  -- what every lease record of this call starts with (pack_lease, whole)
+  local lease_head = struct.pack(LEASE, ACTIVE, deadline, now) .. nonce .. ' '
   for j, i in ipairs(idx) do
     local e = due[i]
     local host = e[2]
     local h = unpack_host_rec(e[3])
     local q = K_QUEUE .. host
-    local first = redis.call('ZRANGE', q, 0, 0)[1]
-    -- paused, full or blocked since it was listed (another call, an operator): skipped
-    if first and host_ready(h, -INF) and not (h.blocked > now) then
-      local ukey = first
+    -- paused, full or blocked since it was listed (another call, an operator): skipped;
+    -- otherwise its queue's head is taken out (put back below when held back)
+    local ukey = nil
+    if host_ready(h, -INF) and not (h.blocked > now) then
+      ukey = redis.call('ZPOPMIN', q)[1]
+    end
+    if ukey then
       -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
       -- unpack the whole record
       local rec, est = get_rec(host, ukey)
@@ -247,7 +291,6 @@ for s, idx in pairs(by_shard) do
         put_rec(host, ukey, rec, est)
         redis.call('ZADD', q, url_due, ukey)
       else
-        redis.call('ZREM', q, ukey)
         local opened = h.gate
         if not isnan(h.blocked) then opened = math.max(opened, h.blocked) end
         local gated = 0  -- held by politeness or a block
@@ -258,14 +301,14 @@ for s, idx in pairs(by_shard) do
         h.gate = now + h.delay
         h.flight = h.flight + 1
         local seq = seq0 + j
+        local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
         rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
           .. string.sub(rec, URL_LEASE_AT + 4)
         put_rec(host, ukey, rec, est)
-        leases[#leases + 1] = seq
-        leases[#leases + 1] = pack_lease({status = ACTIVE, deadline = deadline, issued = now,
-                                          nonce = nonce, host = host, ukey = ukey})
-        deadlines[#deadlines + 1] = deadline
-        deadlines[#deadlines + 1] = seq
+        leases[#leases + 1] = seq_s
+        leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
+        deadlines[#deadlines + 1] = deadline_s
+        deadlines[#deadlines + 1] = seq_s
         grants[i] = string.sub(rec, 1, URL_SIZE)
           .. struct.pack(GRANT, was_ready, h.mean, seq, s, #host, #ukey, gated)
         names[i] = host .. ukey

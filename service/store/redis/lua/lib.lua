@@ -312,16 +312,19 @@ end
 local HOST = '<ddddd'
 local HOST_CTL, HOST_SIZE = '<dI4HI4BBI4', 40
 local BLOCK_BACK_OFF, BLOCK_OPERATOR = 1, 2
+local HOST_ALL = HOST .. string.sub(HOST_CTL, 2)  -- both parts, in one format
+-- (one struct call and a table built whole: dispatch unpacks a record per lease)
 local function unpack_host_rec(s)
-  local h = {}
-  h.delay, h.gate, h.mean, h.count, h.scored = struct.unpack(HOST, s)
   if #s > HOST_SIZE then
-    h.blocked, h.failures, h.cap, h.flight, h.paused, h.reason, h.retired =
-      struct.unpack(HOST_CTL, s, HOST_SIZE + 1)
-  else
-    h.blocked, h.failures, h.cap, h.flight, h.paused, h.reason, h.retired = NAN, 0, 0, 0, 0, 0, 0
+    local delay, gate, mean, count, scored, blocked, failures, cap, flight, paused, reason,
+      retired = struct.unpack(HOST_ALL, s)
+    return {delay = delay, gate = gate, mean = mean, count = count, scored = scored,
+            blocked = blocked, failures = failures, cap = cap, flight = flight,
+            paused = paused, reason = reason, retired = retired}
   end
-  return h
+  local delay, gate, mean, count, scored = struct.unpack(HOST, s)
+  return {delay = delay, gate = gate, mean = mean, count = count, scored = scored,
+          blocked = NAN, failures = 0, cap = 0, flight = 0, paused = 0, reason = 0, retired = 0}
 end
 local function get_host(host)
   local s = redis.call('HGET', K_HOSTS, host)
@@ -329,9 +332,8 @@ local function get_host(host)
   return unpack_host_rec(s)
 end
 local function pack_host(h)
-  return struct.pack(HOST, h.delay, h.gate, h.mean, h.count, h.scored)
-    .. struct.pack(HOST_CTL, h.blocked or NAN, h.failures or 0, h.cap or 0, h.flight or 0,
-                   h.paused or 0, h.reason or 0, h.retired or 0)
+  return struct.pack(HOST_ALL, h.delay, h.gate, h.mean, h.count, h.scored, h.blocked or NAN,
+    h.failures or 0, h.cap or 0, h.flight or 0, h.paused or 0, h.reason or 0, h.retired or 0)
 end
 local function put_host(host, h)
   redis.call('HSET', K_HOSTS, host, pack_host(h))
@@ -500,6 +502,41 @@ local function fold(mean, count, x, window, clip)
   local step = x - mean
   if count > window then step = math.max(-clip, math.min(clip, step)) end
   return mean + step / math.min(count, window), count
+end
+
+-- Fold observations into the hosts' log-mean estimates (λ_h) of the current shard:
+-- `obs` is host, x, host, x, ... (x a number, ln V − ln λ₀), folded in that order.  One
+-- HMGET and one HSET for all; only the mean and count of each record change (a host
+-- not on record is skipped).
+local HOST_MEAN_AT = 17  -- byte position of the host record's mean, its count next (HOST)
+local function fold_hosts(obs, window, clip)
+  local hosts, seen = {}, {}
+  for i = 1, #obs, 2 do
+    if not seen[obs[i]] then seen[obs[i]] = true; hosts[#hosts + 1] = obs[i] end
+  end
+  local recs = bulk('HMGET', K_HOSTS, hosts, 1)
+  local state = {}
+  for j, host in ipairs(hosts) do
+    if recs[j] then
+      local mean, count = struct.unpack('<dd', recs[j], HOST_MEAN_AT)
+      state[host] = {mean, count, recs[j]}
+    end
+  end
+  for i = 1, #obs, 2 do
+    local st = state[obs[i]]
+    if st then st[1], st[2] = fold(st[1], st[2], obs[i + 1], window, clip) end
+  end
+  local out = {}
+  for _, host in ipairs(hosts) do
+    local st = state[host]
+    if st then
+      out[#out + 1] = host
+      local rec = st[3]
+      out[#out + 1] = string.sub(rec, 1, HOST_MEAN_AT - 1) .. struct.pack('<dd', st[1], st[2])
+        .. string.sub(rec, HOST_MEAN_AT + 16)
+    end
+  end
+  bulk('HSET', K_HOSTS, out, 2)
 end
 
 -- One change-indicating signal at `t` (Unix s) of a URL: counted, folded into the
