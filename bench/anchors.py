@@ -31,7 +31,7 @@ geometric mean over the second half of the run) ÷ the solver's on the world's t
 parameters and, for the learned run, ÷ the solver's on the parameters the service
 held at the end of the run (what its own tracking aims at).  ``--json``
 writes every per-seed figure too.  At the defaults (200 URLs, 5 seeds, 2
-workers) it takes about 10 minutes on two cores.
+workers) it takes 10–25 minutes on two cores (25 when shared).
 """
 
 from __future__ import annotations
