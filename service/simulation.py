@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.policies.base import BoolArray, IntArray, Policy, Problem
 from service.app import build_store
@@ -183,6 +184,16 @@ class ServicePolicy(Policy):
 
     # -- Policy -----------------------------------------------------------------------------
     def start(self, problem: Problem) -> None:
+        """Register the problem's URLs with the service (bare, or the truth, fixed).
+
+        Raises
+        ------
+        ValueError
+            Without URL and host names.
+        ParameterError
+            If a host allows fewer fetches than one per ``MAX_CRAWL_DELAY_S`` (the
+            API's longest crawl delay): the service takes what its API takes.
+        """
         super().start(problem)
         if not problem.urls or not problem.hosts:
             raise ValueError("the service path needs the problem's URL and host names")
@@ -194,7 +205,7 @@ class ServicePolicy(Policy):
         # The service takes what its API takes: a world whose hosts are stricter than
         # the longest crawl delay accepted cannot be registered (over HTTP neither).
         if (delays > MAX_CRAWL_DELAY_S).any():
-            raise ValueError(
+            raise ParameterError(
                 f"`crawl_delay_s`: a host of the world allows fewer fetches than one per "
                 f"{MAX_CRAWL_DELAY_S:g} s, the API's longest crawl delay"
             )

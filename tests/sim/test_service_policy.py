@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.sim import Dist, World, WorldSpec, round_robin_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
@@ -38,7 +39,7 @@ def test_a_world_stricter_than_the_api_is_refused_naming_the_field() -> None:
     """The service in process takes what its API takes: a host allowing fewer fetches
     than one a day (the longest crawl delay accepted) is refused, as over HTTP."""
     w = world(crawl_delay_s=Dist.of("const", value=2 * 86_400.0), duration_days=5)
-    with pytest.raises(ValueError, match="crawl_delay_s"):
+    with pytest.raises(ParameterError, match="crawl_delay_s"):
         simulate(w, ServicePolicy(), host_limits=True)
     # at the longest delay accepted, it runs
     w = world(crawl_delay_s=Dist.of("const", value=86_400.0), duration_days=5)
