@@ -1,8 +1,10 @@
 """Where learned parameters lose freshness against the oracle, in process.
 
-    python bench/learning_gap.py [--urls 1000] [--days 200] [--seed 0] [--variant NAME ...]
+    python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
+                                 [--variant NAME ...] [--classes]
 
-(a smaller world keeps the default world's budget per URL, 0.1 crawls a day)
+(a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
+worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
 
 Runs the service's own code path (:class:`service.simulation.ServicePolicy`, the
 path of ``crawlsched simulate -p crawlsched-learned``, 5 crawls a step) on the
@@ -25,8 +27,13 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
 The swaps wrap ``service.scheduler.learning.learn`` (the one function every
 estimate of the service goes through: the relearn queue and the background
 learner); nothing else changes.  Prints freshness (click-weighted, after the
-warm-up) ± s.e. and the ratio to the oracle.  On the default world (2 cores):
-~4 min per learned variant, ~8 for exact-prior, ~15 for em-prior.
+warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offline
+solver's on the world's true parameters and on the parameters the service held at
+the end of the run (the learned ones); with ``--classes``, per class of pages (by
+true W, Δ and precision): their click share, freshness and crawls per variant,
+and the median error of the learned W, Δ (log ratio), precision and recall.  On the
+default world (2 cores): ~4 min per learned variant, ~8 for exact-prior, ~15 for
+em-prior; at ``--urls 200`` about 1–2 min per learned variant.
 """
 
 from __future__ import annotations
@@ -42,10 +49,13 @@ from rich.console import Console
 from rich.table import Table
 
 import service.scheduler.learning as learning
+from anchors import WORLDS, world_spec
 from scheduler_core.estimate.learn import Estimates, to_params
-from scheduler_core.params import FloatArray
-from scheduler_core.sim import DAY_S, World, WorldSpec
-from scheduler_core.sim.simulator import simulate
+from scheduler_core.host_optimum import solve_host_optimum
+from scheduler_core.params import FloatArray, UrlParams
+from scheduler_core.sim import DAY_S, World
+from scheduler_core.sim.evaluate import subset_freshness
+from scheduler_core.sim.simulator import problem_of, simulate
 from service.scheduler.context import Context
 from service.simulation import ServicePolicy
 from service.store.base import UrlState
@@ -168,8 +178,21 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
     return swap, refresh if variant == "em-prior" else None
 
 
-def run(world: World, variant: str) -> tuple[float, float, float]:
-    """(freshness, s.e., wall s) of one variant."""
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One variant's run: its freshness, λ₀ and the parameters it ended with."""
+
+    freshness: float
+    stderr: float
+    wall_s: float
+    crawl_url: np.ndarray
+    crawl_time: np.ndarray
+    lambda0: float
+    final: UrlParams
+
+
+def run(world: World, variant: str) -> Run:
+    """One variant on ``world`` (host limits on, 5 crawls a step)."""
     swap, refresh = _swap(world, variant)
     real = learning.learn
 
@@ -181,47 +204,131 @@ def run(world: World, variant: str) -> tuple[float, float, float]:
             await refresh(ctx)
         return dataclasses.replace(got, estimates=swap(ctx, got.states, got.estimates))
 
-    policy = ServicePolicy(params="oracle" if variant == "oracle" else "learned")
+    policy = ServicePolicy(
+        params="oracle" if variant == "oracle" else "learned", settings={"signal_discard_s": 0.0}
+    )
     learning.learn = learn
     try:
         t0 = time.perf_counter()
-        res = simulate(world, policy, crawls_per_step=5)
-        return res.accuracy, res.report.click_stderr, time.perf_counter() - t0
+        res = simulate(world, policy, crawls_per_step=5, host_limits=True)
+        assert policy.final_params is not None and policy.lambda0_settled is not None
+        return Run(
+            res.accuracy, res.report.click_stderr, time.perf_counter() - t0,
+            res.crawl_url, res.crawl_time, policy.lambda0_settled, policy.final_params,
+        )  # fmt: skip
     finally:
         learning.learn = real
 
 
+def classes(world: World) -> dict[str, np.ndarray]:
+    """Classes of pages by their true W (quantiles), Δ (decades a day) and precision."""
+    p = world.params
+    w, d, prec = p.weight, p.change_rate * DAY_S, p.precision
+    q50, q80, q95 = np.quantile(w, [0.5, 0.8, 0.95])
+    return {
+        "W < median": w < q50,
+        "W median–q80": (w >= q50) & (w < q80),
+        "W q80–q95": (w >= q80) & (w < q95),
+        "W ≥ q95": w >= q95,
+        "Δ < 0.01/day": d < 0.01,
+        "Δ 0.01–0.1/day": (d >= 0.01) & (d < 0.1),
+        "Δ 0.1–1/day": (d >= 0.1) & (d < 1.0),
+        "Δ ≥ 1/day": d >= 1.0,
+        "precision ≤ 0.3": prec <= 0.3,
+        "precision 0.3–0.8": (prec > 0.3) & (prec <= 0.8),
+        "precision > 0.8": prec > 0.8,
+    }
+
+
+def class_table(world: World, runs: dict[str, Run]) -> Table:
+    """Per class: click share, freshness and crawls per variant, and the learned
+    run's median errors (log ratio for W and Δ, difference for precision, recall)."""
+    p = world.params
+    t = Table(title="where the clicks are lost, by class of page (true parameters)")
+    for col in ("class", "URLs", "W share"):
+        t.add_column(col, justify="left" if col == "class" else "right")
+    for v in runs:
+        t.add_column(f"{v} fresh", justify="right")
+        t.add_column("crawls", justify="right")
+    learned = runs.get("learned")
+    if learned is not None:
+        for col in ("ln Ŵ/W", "ln Δ̂/Δ", "p̂ − p", "r̂ − r"):
+            t.add_column(col, justify="right")
+    for name, mask in classes(world).items():
+        if not mask.any():
+            continue
+        cells = [name, str(int(mask.sum())), f"{p.weight[mask].sum() / p.weight.sum():.3f}"]
+        members = np.flatnonzero(mask)
+        for r in runs.values():
+            f, _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
+            cells += [f"{f:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
+        if learned is not None:
+            q = learned.final
+            with np.errstate(divide="ignore"):
+                lw = np.log(q.weight[mask] / p.weight[mask])
+                ld = np.log(q.change_rate[mask] / p.change_rate[mask])
+            cells += [
+                f"{np.median(lw):+.2f}", f"{np.median(ld):+.2f}",
+                f"{np.median(q.precision[mask] - p.precision[mask]):+.2f}",
+                f"{np.median(q.recall[mask] - p.recall[mask]):+.2f}",
+            ]  # fmt: skip
+        t.add_row(*cells)
+    return t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world", choices=tuple(WORLDS), default="default")
     ap.add_argument("--urls", type=int, default=1000)
     ap.add_argument("--days", type=float, default=200.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant", action="append", choices=VARIANTS, default=None)
+    ap.add_argument("--classes", action="store_true", help="print the per-class table")
     args = ap.parse_args()
     variants = args.variant or list(VARIANTS)
     if "oracle" not in variants:
         variants.insert(0, "oracle")
-    # the default world's budget per URL: 100 crawls a day for 1,000 URLs
-    spec = WorldSpec(
-        urls=args.urls, hosts=min(50, args.urls), budget_per_day=args.urls / 10.0,
-        duration_days=args.days, seed=args.seed,
-    )  # fmt: skip
+    spec = world_spec(args.world, args.urls, args.days, args.seed)
     world = World.generate(spec)
-    console = Console(width=110)
-    rows = []
+    problem = problem_of(world, host_limits=True)
+
+    def solver_lambda0(params: UrlParams) -> float:
+        return solve_host_optimum(
+            params, world.host_of, problem.host_limit_per_s, world.budget_per_s
+        ).lambda0
+
+    truth = solver_lambda0(world.params)
+    console = Console(width=150)
+    runs: dict[str, Run] = {}
     for v in variants:
         console.log(f"running {v} ...")
-        rows.append((v, *run(world, v)))
-    oracle = rows[variants.index("oracle")][1]
+        runs[v] = run(world, v)
+    oracle = runs["oracle"].freshness
     table = Table(
-        title=f"{args.urls:,} URLs, {args.days:g} days, {spec.budget_per_day:g} crawls a day, "
-        f"seed {args.seed}: the service in process, 5 crawls a step"
+        title=f"{args.world}: {args.urls:,} URLs, {args.days:g} days, "
+        f"{spec.budget_per_day:g} crawls a day, seed {args.seed}: the service in process, "
+        "host limits on, 5 crawls a step"
     )
-    for col in ("variant", "freshness", "± s.e.", "÷ oracle", "wall s"):
+    cols = (
+        "variant", "freshness", "± s.e.", "÷ oracle", "λ₀ ÷ solver's", "λ₀ ÷ solver's, own",
+        "wall s",
+    )  # fmt: skip
+    for col in cols:
         table.add_column(col, justify="left" if col == "variant" else "right")
-    for v, acc, se, wall in rows:
-        table.add_row(v, f"{acc:.4f}", f"{se:.4f}", f"{acc / oracle:.3f}", f"{wall:.0f}")
+    for v, r in runs.items():
+        own = solver_lambda0(r.final)
+        table.add_row(
+            v, f"{r.freshness:.4f}", f"{r.stderr:.4f}", f"{r.freshness / oracle:.3f}",
+            f"{r.lambda0 / truth:.3f}", f"{r.lambda0 / own:.3f}", f"{r.wall_s:.0f}",
+        )  # fmt: skip
     console.print(table)
+    console.print(
+        "λ₀ ÷ solver's: the online λ₀ (geometric mean over the second half) ÷ the offline "
+        "solver's on the true parameters; own: ÷ the solver's on the parameters the "
+        "service held at the end"
+    )
+    if args.classes:
+        console.print(class_table(world, runs))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from scheduler_core.params import FloatArray
+from scheduler_core.errors import ParameterError
+from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.policies.base import BoolArray, IntArray, Policy, Problem
 from service.app import build_store
 from service.clock import ManualClock
@@ -31,6 +32,7 @@ from service.scheduler.fold import fold_now
 from service.scheduler.learning import flush_relearn, learn_pass
 from service.scheduler.registry import register
 from service.scheduler.rescoring import rescore_once
+from service.scheduler.scoring import params_of
 from service.schemas import MAX_CRAWL_DELAY_S, ClickIn, CrawlResultIn, SignalIn, UrlIn
 from service.settings import Settings
 from service.urls import canonical_url
@@ -114,6 +116,9 @@ class ServicePolicy(Policy):
         solver's λ₀ once the estimate has settled.
     host_lambdas : ndarray, shape (H,)
         λ_h the service tracked online per host, read when the run finishes.
+    final_params : UrlParams or None
+        The parameters the service held for each URL (in the problem's order) when
+        the run finished: learned ones, or the registered truth with ``oracle``.
     """
 
     name = "crawlsched"
@@ -146,6 +151,7 @@ class ServicePolicy(Policy):
         self._log_lambda0: list[float] = []
         self._next_sample = 0.0
         self.host_lambdas = np.empty(0)
+        self.final_params: UrlParams | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clock = ManualClock(0.0)
         self._ctx: Context | None = None
@@ -178,9 +184,31 @@ class ServicePolicy(Policy):
 
     # -- Policy -----------------------------------------------------------------------------
     def start(self, problem: Problem) -> None:
+        """Register the problem's URLs with the service (bare, or the truth, fixed).
+
+        Raises
+        ------
+        ValueError
+            Without URL and host names.
+        ParameterError
+            If a host allows fewer fetches than one per ``MAX_CRAWL_DELAY_S`` (the
+            API's longest crawl delay): the service takes what its API takes.
+        """
         super().start(problem)
         if not problem.urls or not problem.hosts:
             raise ValueError("the service path needs the problem's URL and host names")
+        delays = np.where(
+            np.isfinite(problem.host_limit_per_s),
+            1.0 / problem.host_limit_per_s,
+            _NO_LIMIT_DELAY_S,
+        )
+        # The service takes what its API takes: a world whose hosts are stricter than
+        # the longest crawl delay accepted cannot be registered (over HTTP neither).
+        if (delays > MAX_CRAWL_DELAY_S).any():
+            raise ParameterError(
+                f"`crawl_delay_s`: a host of the world allows fewer fetches than one per "
+                f"{MAX_CRAWL_DELAY_S:g} s, the API's longest crawl delay"
+            )
         options: dict[str, Any] = {
             "max_revisit_s": 2.0 * problem.duration_s,
             "lease_ttl_s": 10.0 * problem.duration_s,
@@ -196,20 +224,10 @@ class ServicePolicy(Policy):
         self._ctx = Context(build_store(settings), self._clock, settings, Metrics())
         self._names = [canonical_url(u) for u in problem.urls]
         self._index = {u: i for i, u in enumerate(self._names)}
-        delays = np.where(
-            np.isfinite(problem.host_limit_per_s),
-            1.0 / problem.host_limit_per_s,
-            _NO_LIMIT_DELAY_S,
-        )
         p = problem.params
         oracle = self.params == "oracle"
-        # A world may hold hosts stricter than the API accepts (the web preset's allow a
-        # fetch every 4 days, beyond MAX_CRAWL_DELAY_S): in process, such a URL is built
-        # unvalidated with the world's own delay, so the service keeps the world's
-        # politeness (the simulator leaves politeness to the service).
-        strict = delays > MAX_CRAWL_DELAY_S
         items = [
-            (UrlIn.model_construct if strict[problem.host_of[i]] else UrlIn)(
+            UrlIn(
                 url=self._names[i],
                 weight=float(p.weight[i]) if oracle else None,
                 change_rate=float(p.change_rate[i]) if oracle else None,
@@ -327,6 +345,9 @@ class ServicePolicy(Policy):
         hosts = self.problem.hosts
         states = [self._run(ctx.store.get_host(h, now)) for h in hosts]
         self.host_lambdas = np.array([s.lambda_h if s else 0.0 for s in states])
+        urls = self._run(ctx.store.get_urls(self._names))
+        if all(u is not None for u in urls):
+            self.final_params = params_of([u for u in urls if u is not None])
         self._run(ctx.store.close())
         assert self._loop is not None
         self._loop.close()

@@ -36,6 +36,8 @@ __all__ = [
     "Estimates",
     "History",
     "Priors",
+    "URL_ALPHA_SHAPE",
+    "URL_THETA_SHAPE",
     "estimate",
     "given_priors",
     "given_priors_many",
@@ -49,8 +51,18 @@ Prior4 = dict[str, GammaPrior]
 #: belongs to the source, paper 004 App. E), weak: a URL whose own outcomes say
 #: otherwise moves away from it (partial pooling).  On the default world, whose
 #: URLs draw recall and false-signal rates independently, pinning every URL to
-#: θ_h doubled the error of Δ (median |Δ̂/Δ − 1| 0.195 against 0.135).
-URL_THETA_SHAPE = 1.5
+#: θ_h doubled the error of Δ (median |Δ̂/Δ − 1| 0.195 against 0.135).  A quarter
+#: of a pseudo-change, as α's (:data:`URL_ALPHA_SHAPE`).
+URL_THETA_SHAPE = 1.25
+#: Least shape of a URL's α prior (its mode at the groups' mean).  For a URL whose
+#: outcomes show no change, the MAP gives α̂ = (a_α − 1)/(b_α + Στ) and, its signals
+#: arriving at γ (n ≈ γτ), γθ̂ ≈ (a_θ − 1)/Στ: the two priors' pseudo-changes add up
+#: in Δ̂ = α̂ + γp̂.  A quarter change each keeps the total at the half change a
+#: shape-1.5 prior on Δ alone gives.  With 1.5 each, the `web` preset's pages that
+#: change less than once in 100 days came out at 5× their rate and took twice the
+#: oracle's crawls (`python bench/learning_gap.py --world "web per_url" --urls 200
+#: --classes`).
+URL_ALPHA_SHAPE = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +269,7 @@ def prior_chain(
     """
     out: Prior4 = {}
     for q in QUANTITIES:
-        min_shape = {"alpha": 1.5, "theta": 1.0}.get(q, 0.5)
+        min_shape = {"alpha": URL_ALPHA_SHAPE, "theta": 1.0}.get(q, 0.5)
         prior = shrink(global_stats.of(q), root[q], pseudo_members, min_shape)
         if label_stats is not None:
             prior = shrink(label_stats.of(q), prior, pseudo_members, min_shape)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.sim import Dist, World, WorldSpec, round_robin_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
@@ -28,6 +29,21 @@ def test_the_service_crawls_at_the_budget_and_beats_round_robin() -> None:
     rr = round_robin_freshness(w)
     assert result.accuracy > rr.click_weighted + 3 * rr.click_stderr
     assert policy.lambda0 is not None and policy.lambda0 > 0
+    # the parameters it held at the end: the registered truth, in the world's order
+    assert policy.final_params is not None
+    np.testing.assert_allclose(policy.final_params.weight, w.params.weight, rtol=1e-12)
+    np.testing.assert_allclose(policy.final_params.change_rate, w.params.change_rate, rtol=1e-12)
+
+
+def test_a_world_stricter_than_the_api_is_refused_naming_the_field() -> None:
+    """The service in process takes what its API takes: a host allowing fewer fetches
+    than one a day (the longest crawl delay accepted) is refused, as over HTTP."""
+    w = world(crawl_delay_s=Dist.of("const", value=2 * 86_400.0), duration_days=5)
+    with pytest.raises(ParameterError, match="crawl_delay_s"):
+        simulate(w, ServicePolicy(), host_limits=True)
+    # at the longest delay accepted, it runs
+    w = world(crawl_delay_s=Dist.of("const", value=86_400.0), duration_days=5)
+    assert simulate(w, ServicePolicy(), host_limits=True).report.crawls > 0
 
 
 def test_hosts_without_a_limit_are_never_taken_as_held_back_by_politeness() -> None:
