@@ -14,6 +14,8 @@ on W = 100,000 URLs on 5,000 hosts, 10,000 crawls a day, 2 days (``--urls``,
   compare when the machine is busy), and the same two of ``start``;
 - ``other processes``: what the rest of the machine used meanwhile (share of one core,
   from ``/proc``); a run with a large figure there is not comparable, repeat it;
+- ``rescored``: the URL thresholds crawlsched's rescoring passes recomputed (one
+  pass before every step, as ``crawlsched simulate`` runs it);
 - the ratios to GREEDY of the run time and CPU, against the target (at most 5×).
 
 ``python bench/simspeed.py [--json out.json]`` (~1 min on 2 quiet cores).
@@ -39,6 +41,7 @@ from scheduler_core.policies import Policy
 from scheduler_core.sim import World, WorldSpec
 from scheduler_core.sim.simulator import simulate
 from service.sim_runner import build_policy
+from service.simulation import ServicePolicy
 
 #: crawlsched's run time at most this many times GREEDY's.
 TARGET = 5.0
@@ -55,6 +58,7 @@ class Row:
     setup_cpu_s: float  # ... and its CPU
     others: float  # CPU of the rest of the machine over setup and run, share of one core
     accuracy: float
+    rescored: float  # crawlsched: URL thresholds its rescoring passes recomputed (else 0)
 
 
 def run_policy(world: World, policy: Policy, crawls_per_step: int) -> Row:
@@ -74,9 +78,14 @@ def run_policy(world: World, policy: Policy, crawls_per_step: int) -> Row:
     cpu = time.process_time() - cpu0
     others = (machine_busy_seconds() - all0 - cpu) / wall
     setup_s, setup_cpu = started
+    rescored = 0.0
+    if isinstance(policy, ServicePolicy):
+        registry = policy.context.metrics.registry
+        rescored = registry.get_sample_value("crawlsched_rescored_urls_total") or 0.0
     return Row(
-        res.policy, res.wall_s, cpu - setup_cpu, setup_s, setup_cpu, max(0.0, others), res.accuracy
-    )
+        res.policy, res.wall_s, cpu - setup_cpu, setup_s, setup_cpu, max(0.0, others),
+        res.accuracy, rescored,
+    )  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,9 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in rows:
         table.add_row(
             r.policy, f"{r.accuracy:.4f}", f"{r.run_s:.2f}", f"{r.run_cpu_s:.2f}",
-            f"{r.setup_s:.2f}", f"{r.setup_cpu_s:.2f}", f"{r.others:.0%}",
+            f"{r.setup_s:.2f}", f"{r.setup_cpu_s:.2f}", f"{r.others:.0%}", f"{r.rescored:,.0f}",
         )  # fmt: skip
-    console = Console(width=max(120, Console().width))
+    console = Console(width=max(150, Console().width))
     console.print(table)
     verdict = "[green]PASS[/]" if run_ratio <= TARGET else "[red]MISS[/]"
     console.print(
