@@ -16,6 +16,9 @@ from typing import Any
 DAY_S = 86_400.0
 #: Crawl delay of every host: politeness never binds at these rates.
 CRAWL_DELAY_S = 0.001
+#: Leases a host may have out at once: the dispatch phase settles none, and the raw
+#: scripts it is compared with cap no host's leases in flight.
+MAX_IN_FLIGHT = 65_535
 #: Registration batch (the API's default ``max_batch``).
 LOAD_BATCH = 10_000
 #: Shards of the store (the default of CRAWLSCHED_SHARDS).

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from config import CRAWL_DELAY_S, LOAD_BATCH, Config, spec_of
+from config import CRAWL_DELAY_S, LOAD_BATCH, MAX_IN_FLIGHT, Config, spec_of
 from service.app import open_store
 from service.clock import SystemClock
 from service.metrics import Metrics
@@ -75,7 +75,10 @@ async def load_direct(redis_url: str, cfg: Config, result: LoadResult) -> None:
     API's own use case (``registry.register`` → ``RedisStore.upsert_urls``)."""
     if result.api_urls >= cfg.urls:
         return
-    settings = Settings(store=redis_url, default_crawl_delay_s=CRAWL_DELAY_S)
+    # the API's rules (a store opened with others would write those to the shards)
+    settings = Settings(
+        store=redis_url, default_crawl_delay_s=CRAWL_DELAY_S, max_in_flight=MAX_IN_FLIGHT
+    )
     store = await open_store(settings)
     ctx = Context(store, SystemClock(), settings, Metrics())
     batches = iter(range(result.api_urls, cfg.urls, LOAD_BATCH))
