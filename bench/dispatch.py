@@ -1,6 +1,9 @@
-"""Throughput, latency and memory of the Redis-backed API, side by side with raw Redis.
+"""Throughput, latency and memory of the API on each store, side by side with raw Redis.
 
-What it measures, in one run on one machine (``python bench/dispatch.py --help``):
+What it measures, in one run on one machine (``python bench/dispatch.py --help``), once
+with the Redis store and once with the embedded memory store (``--store both``, the
+default; then a last table gives the memory store's figures ÷ the Redis store's, with
+the other processes' load in each run's phase):
 
 (a) URLs dispatched per second through ``GET /next?n=100`` by ONE API process
     (uvicorn subprocess, system clock, crawl delay 1 ms so politeness does not bind),
@@ -56,16 +59,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from config import Config
-from report import build_table, footer, report_json
-from runner import run
+from report import build_table, footer, ratio_table, report_json, store_ratios
+from runner import Report, run
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -92,9 +97,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     p.add_argument(
         "--store",
-        choices=("redis", "memory"),
-        default="redis",
-        help="the API's store (memory: the embedded one; raw Redis is measured either way)",
+        choices=("both", "redis", "memory"),
+        default="both",
+        help="the API's store (memory: the embedded one; both: the Redis store, then the "
+        "embedded one, and their ratios; raw Redis is measured in every run)",
     )
     p.add_argument(
         "--redis-defaults",
@@ -112,14 +118,25 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the bench, print the table, write the JSON."""
+    """Run the bench (once per store), print the tables, write the JSON."""
     cfg = parse_args(argv)
     console = Console(width=max(160, Console().width))
-    rep = asyncio.run(run(cfg, console))
-    console.print(build_table(rep))
-    console.print(footer(rep))
+    stores = ("redis", "memory") if cfg.store == "both" else (cfg.store,)
+    reps: dict[str, Report] = {}
+    for store in stores:
+        prof = cfg.profile / store if cfg.profile is not None and len(stores) > 1 else cfg.profile
+        one = dataclasses.replace(cfg, store=store, profile=prof)
+        rep = reps[store] = asyncio.run(run(one, console))
+        console.print(build_table(rep))
+        console.print(footer(rep))
+    out: dict[str, Any] = {store: report_json(rep) for store, rep in reps.items()}
+    if len(reps) == 2:
+        rows = store_ratios(reps["memory"], reps["redis"])
+        console.print(ratio_table(rows))
+        out["memory_over_redis"] = rows
     if cfg.json_out is not None:
-        cfg.json_out.write_text(json.dumps(report_json(rep), indent=2))
+        single = out if len(reps) == 2 else out[cfg.store]
+        cfg.json_out.write_text(json.dumps(single, indent=2))
     return 0
 
 

@@ -23,6 +23,8 @@ TARGETS = {
     "p99_ms": 20.0,  # /next p99 at half load, at most
     "bytes_per_url": 200.0,  # Redis memory per URL loaded, at most
 }
+#: The embedded store's dispatch and event mix ÷ the Redis store's, at least.
+MEMORY_OVER_REDIS = 2.0
 
 
 def verdict(ok: bool) -> str:
@@ -222,3 +224,59 @@ def report_json(rep: Report) -> dict[str, Any]:
         "meters": rep.meters,
         "targets": TARGETS,
     }
+
+
+def _others(rep: Report, key: str) -> str:
+    """The rest of the machine's CPU during phase ``key`` (share of one core)."""
+    cpu = rep.meters.get(key, {}).get("cpu_share", {})
+    return f"{max(0.0, cpu.get('others', 0.0)):.0%}" if cpu else "?"
+
+
+def store_ratios(memory: Report, redis_: Report) -> list[dict[str, Any]]:
+    """The embedded store's figures beside the Redis store's, from two runs of one
+    invocation: rate rows (higher is better) and latency rows (lower is better), each
+    with memory ÷ redis and the other processes' CPU during the phase in each run."""
+    rows: list[dict[str, Any]] = []
+
+    def add(name: str, key: str, mem: float | None, red: float | None, target: bool) -> None:
+        if mem is None or red is None:
+            return
+        ratio = mem / red if red > 0 else float("nan")
+        rows.append(
+            {
+                "figure": name, "memory": mem, "redis": red, "memory_over_redis": ratio,
+                "target": MEMORY_OVER_REDIS if target else None,
+                "others_memory": _others(memory, key), "others_redis": _others(redis_, key),
+            }
+        )  # fmt: skip
+
+    add("registration via POST /urls (URLs/s)", "load_api",
+        memory.load.rate("api"), redis_.load.rate("api"), False)  # fmt: skip
+    if memory.dispatch is not None and redis_.dispatch is not None:
+        add("(a) dispatch (URLs/s)", "dispatch", memory.dispatch.rate, redis_.dispatch.rate, True)
+    if memory.latency is not None and redis_.latency is not None:
+        for q in (0.5, 0.99):
+            add(f"(c) /next p{round(q * 100)} at half load (ms)", "latency",
+                memory.latency.p(q), redis_.latency.p(q), False)  # fmt: skip
+    for kind, label in (("mix", "mix"), ("signal", "/signal"), ("click", "/click"),
+                        ("result", RESULT_ROUTE)):  # fmt: skip
+        m, r = memory.events.get(kind), redis_.events.get(kind)
+        if m is not None and r is not None:
+            add(f"(b) events, {label} (events/s)", f"events_{kind}", m.rate, r.rate, kind == "mix")
+    return rows
+
+
+def ratio_table(rows: list[dict[str, Any]]) -> Table:
+    """:func:`store_ratios` as a table."""
+    t = Table(title="the embedded memory store ÷ the Redis store, same invocation")
+    for col in ("figure", "memory", "redis", "memory ÷ redis", "target", "", "other processes"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        ratio, target = r["memory_over_redis"], r["target"]
+        t.add_row(
+            r["figure"], f"{r['memory']:,.1f}", f"{r['redis']:,.1f}", f"{ratio:.2f}",
+            "" if target is None else f"≥ {target:g}",
+            "" if target is None else verdict(ratio >= target),
+            f"memory run {r['others_memory']}, redis run {r['others_redis']}",
+        )  # fmt: skip
+    return t

@@ -35,6 +35,7 @@ from service.scheduler.rescoring import rescore_once
 from service.scheduler.scoring import params_of
 from service.schemas import MAX_CRAWL_DELAY_S, ClickIn, CrawlResultIn, SignalIn, UrlIn
 from service.settings import Settings
+from service.store.memory import MemoryStore
 from service.urls import canonical_url
 
 __all__ = ["PARAM_MODES", "ParamMode", "ServicePolicy"]
@@ -155,6 +156,7 @@ class ServicePolicy(Policy):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clock = ManualClock(0.0)
         self._ctx: Context | None = None
+        self._store: MemoryStore | None = None
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._leases: dict[int, str] = {}
@@ -177,6 +179,11 @@ class ServicePolicy(Policy):
         if self._ctx is None:
             raise RuntimeError("crawlsched: start() was not called")
         return self._ctx
+
+    def _memory(self) -> MemoryStore:
+        if self._store is None:
+            raise RuntimeError("crawlsched: start() was not called")
+        return self._store
 
     def _tick(self, t: float) -> None:
         if t > self._clock.now():
@@ -221,7 +228,10 @@ class ServicePolicy(Policy):
         settings = Settings(**options)
         self._loop = asyncio.new_event_loop()
         self._clock = ManualClock(0.0)
-        self._ctx = Context(build_store(settings), self._clock, settings, Metrics())
+        store = build_store(settings)
+        assert isinstance(store, MemoryStore)
+        self._store = store
+        self._ctx = Context(store, self._clock, settings, Metrics())
         self._names = [canonical_url(u) for u in problem.urls]
         self._index = {u: i for i, u in enumerate(self._names)}
         p = problem.params
@@ -294,7 +304,7 @@ class ServicePolicy(Policy):
 
     def _sample_lambda0(self, now: float) -> None:
         """Keep ln λ₀ for :attr:`lambda0_settled` (second half of the run)."""
-        lam0 = self._run(self.context.store.stats(now, 0)).lambda0
+        lam0 = self._memory().lambda0_estimate()
         if lam0 is not None and lam0 > 0:
             self._log_lambda0.append(float(np.log(lam0)))
         self._next_sample = now + 0.5 * self.problem.duration_s / _SETTLED_SAMPLES
@@ -334,12 +344,12 @@ class ServicePolicy(Policy):
     def current_lambda0(self) -> tuple[float, float | None]:
         """During a run: the simulated time (s) and the λ₀ the service tracks then."""
         now = self._clock.now()
-        return now, self._run(self.context.store.stats(now, 0)).lambda0
+        return now, self._memory().lambda0_estimate()
 
     def finish(self) -> None:
         """Read the online λ₀ and λ_h, then close the event loop."""
         ctx, now = self.context, self._clock.now()
-        self.lambda0 = self._run(ctx.store.stats(now, 0)).lambda0
+        self.lambda0 = self._memory().lambda0_estimate()
         samples = self._log_lambda0
         self.lambda0_settled = float(np.exp(np.mean(samples))) if samples else self.lambda0
         hosts = self.problem.hosts

@@ -9,35 +9,32 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
-
+from scheduler_core.params import UrlParams
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
-from service.scheduler.scoring import params_of, thresholds
+from service.scheduler.scoring import thresholds
 
 __all__ = ["rescore_once", "run_rescorer"]
 
 
 async def rescore_once(ctx: Context) -> int:
-    """One pass over the hosts whose threshold drifted; returns URLs rescored."""
+    """One pass over the hosts whose threshold drifted; returns URLs rescored.  The
+    hosts' URLs come and go as columns (:meth:`~service.store.base.Store.rescore_columns`,
+    :meth:`~service.store.base.Store.set_rescored`)."""
     s = ctx.settings
     stale = await ctx.store.hosts_needing_rescore(s.rescore_tolerance, s.rescore_batch)
     if not stale:
         return 0
-    batches = [(host, lam, await ctx.store.host_urls(host)) for host, lam in stale]
-    states = [u for _, _, urls in batches for u in urls]
-    lambdas = np.concatenate([np.full(len(urls), lam) for _, lam, urls in batches])
-    params = params_of(states)
+    cols = await ctx.store.rescore_columns(stale)
+    p = cols.params
+    params = UrlParams.create(
+        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
+    )
     # numpy/scipy release the GIL: keep the event loop responsive on big passes
-    previous = [u.threshold_s for u in states]
-    thr = await asyncio.to_thread(thresholds, params, lambdas, s.value_terms, previous)
-    k = 0
-    for host, lam, urls in batches:
-        mapping = {u.url: float(t) for u, t in zip(urls, thr[k : k + len(urls)], strict=True)}
-        k += len(urls)
-        await ctx.store.set_thresholds(host, mapping, lam)
-    ctx.metrics.rescored.inc(len(states))
-    return len(states)
+    thr = await asyncio.to_thread(thresholds, params, cols.row_lambdas(), s.value_terms, p[:, 4])
+    await ctx.store.set_rescored(cols, thr)
+    ctx.metrics.rescored.inc(len(cols))
+    return len(cols)
 
 
 async def run_rescorer(ctx: Context, stop: asyncio.Event | None = None) -> None:

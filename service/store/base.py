@@ -43,7 +43,10 @@ from service.store.controls import (
 )
 
 if TYPE_CHECKING:
-    from service.store.columns import LeaseColumns
+    import numpy as np
+    import numpy.typing as npt
+
+    from service.store.columns import LeaseColumns, RescoreColumns
 
 __all__ = [
     "BLOCK_CODES",
@@ -357,8 +360,10 @@ class CrawlOutcome:
     retire: RetireReason | None = None  # retire the URL after applying the result
 
 
-@dataclass(frozen=True, slots=True)
-class DispatchObservation:
+class DispatchObservation(NamedTuple):
+    """A dispatched URL's host, ln V at dispatch and whether politeness held it back
+    (a named tuple: ~100 a ``/next``, built cheaply)."""
+
     host: str
     log_value: float  # ln V at dispatch
     gated: bool
@@ -450,6 +455,21 @@ class Store(Protocol):
     ) -> list[tuple[str, float]]:
         """Hosts whose Λ_h drifted by more than ``tolerance`` (relative) from the Λ their
         thresholds were computed for, with the current Λ_h; at most about ``max_urls`` URLs."""
+        ...
+
+    async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
+        """The parameters and stored ι of every URL of the hosts ``stale`` ((host, Λ_h)
+        pairs, as :meth:`hosts_needing_rescore` gives them), as columns
+        (:class:`~service.store.columns.RescoreColumns`: what :meth:`host_urls` gives,
+        without a snapshot per URL)."""
+        ...
+
+    async def set_rescored(
+        self, cols: RescoreColumns, thresholds_s: npt.NDArray[np.float64]
+    ) -> None:
+        """:meth:`set_thresholds` for every host of ``cols``: row i's URL gets ι =
+        ``thresholds_s[i]`` (s, shape (m,)) computed for its host's Λ_h, which becomes the
+        host's scored Λ; URLs gone or moved since are skipped."""
         ...
 
     async def record_signals(

@@ -19,9 +19,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.store.base import LeaseGrant, UrlState
+from service.store.base import LeaseGrant, Store, UrlState
 
-__all__ = ["URL_COLUMNS", "LeaseColumns", "columns_of", "grants_of"]
+__all__ = [
+    "URL_COLUMNS",
+    "LeaseColumns",
+    "RescoreColumns",
+    "columns_of",
+    "grants_of",
+    "rescore_columns_by_host",
+    "set_rescored_by_host",
+]
 
 #: The fields of a leased URL's state, named as in :class:`UrlState`; times are Unix s
 #: (NaN: none), rates 1/s.  A store may give more fields (the Redis store's records).
@@ -133,3 +141,82 @@ def columns_of(now: float, grants: Sequence[LeaseGrant]) -> LeaseColumns:
         threshold=np.array([g.threshold for g in grants], dtype=np.float64),
         state=state,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RescoreColumns:
+    """What a rescoring pass reads of some hosts' URLs, as columns: host by host (in the
+    order asked), each host's URLs in URL order; m rows over H hosts.
+
+    Attributes
+    ----------
+    hosts : list of str, length H
+    lambdas : ndarray, shape (H,), float64
+        The Λ_h each host is rescored for (W·s).
+    counts : ndarray, shape (H,), int64
+        Rows of each host, in order (they sum to m).
+    urls : list of str, length m
+    params : ndarray, shape (m, 5), float64
+        Per row W (1/s), Δ (1/s), recall, ν (1/s) and the stored ι (s), in that order
+        (:data:`RESCORE_FIELDS`).
+    """
+
+    hosts: list[str]
+    lambdas: npt.NDArray[np.float64]
+    counts: npt.NDArray[np.int64]
+    urls: list[str]
+    params: npt.NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def row_lambdas(self) -> npt.NDArray[np.float64]:
+        """Λ_h of each row's host, shape (m,)."""
+        return np.repeat(self.lambdas, self.counts)
+
+
+#: The columns of :attr:`RescoreColumns.params`.
+RESCORE_FIELDS = ("weight", "change_rate", "recall", "false_signal_rate", "threshold_s")
+
+
+def rescore_table(
+    stale: Sequence[tuple[str, float]], per_host: Sequence[Sequence[Any]]
+) -> RescoreColumns:
+    """:class:`RescoreColumns` of hosts ``stale`` ((host, Λ_h) pairs) whose URLs are
+    ``per_host`` (objects with the :data:`RESCORE_FIELDS` attributes and ``url``, one
+    sequence per host, in URL order)."""
+    rows = [u for urls in per_host for u in urls]
+    params = np.array(
+        [(u.weight, u.change_rate, u.recall, u.false_signal_rate, u.threshold_s) for u in rows],
+        dtype=np.float64,
+    ).reshape(len(rows), len(RESCORE_FIELDS))
+    return RescoreColumns(
+        hosts=[h for h, _ in stale],
+        lambdas=np.array([lam for _, lam in stale], dtype=np.float64),
+        counts=np.array([len(urls) for urls in per_host], dtype=np.int64),
+        urls=[u.url for u in rows],
+        params=params,
+    )
+
+
+async def rescore_columns_by_host(
+    store: Store, stale: Sequence[tuple[str, float]]
+) -> RescoreColumns:
+    """:meth:`~service.store.base.Store.rescore_columns` through ``host_urls``, host by
+    host (for a store without a columnar read)."""
+    return rescore_table(stale, [await store.host_urls(host) for host, _ in stale])
+
+
+async def set_rescored_by_host(
+    store: Store, cols: RescoreColumns, thresholds_s: npt.NDArray[np.float64]
+) -> None:
+    """:meth:`~service.store.base.Store.set_rescored` through ``set_thresholds``, host by
+    host (for a store without a columnar write)."""
+    thr = thresholds_s.tolist()
+    k = 0
+    for host, lam, count in zip(
+        cols.hosts, cols.lambdas.tolist(), cols.counts.tolist(), strict=True
+    ):
+        mapping = dict(zip(cols.urls[k : k + count], thr[k : k + count], strict=True))
+        k += count
+        await store.set_thresholds(host, mapping, lam)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.estimate.rates import add_event
+from scheduler_core.params import FloatArray
 from service.clock import TimeSource, read_time
 from service.store.base import (
     ClickEvent,
@@ -29,9 +30,10 @@ from service.store.base import (
     UrlRecord,
     UrlState,
 )
+from service.store.columns import RescoreColumns, rescore_table
 from service.store.host_pages import is_blocked
 from service.store.memory_hosts import MemoryHosts
-from service.store.memory_records import Url
+from service.store.memory_records import Host, Url
 
 __all__ = ["MemoryStore"]
 
@@ -56,6 +58,7 @@ class MemoryStore(MemoryHosts):
         if registered is not None:
             return registered
         created = []
+        touched: dict[str, Host] = {}
         for r in records:
             host = self._host(r.host, r.crawl_delay_s)
             u = self._urls.get(r.url)
@@ -81,8 +84,11 @@ class MemoryStore(MemoryHosts):
                 u.last_crawl_at is None or r.last_crawled_at > u.last_crawl_at
             ):
                 u.last_crawl_at, u.signals_since_crawl = r.last_crawled_at, 0
-            self._rescore(u)
+            self._rescore(u, refresh=False)
+            touched[host.name] = host
             created.append(is_new)
+        for host in touched.values():
+            self._refresh(host)  # once per host, for all its URLs
         self._registered.remember(once, created)
         return created
 
@@ -115,6 +121,7 @@ class MemoryStore(MemoryHosts):
     async def set_params(
         self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
     ) -> None:
+        moved = False
         for url, p in params.items():
             u = self._urls.get(url)
             if u is None or u.host != host:
@@ -123,7 +130,10 @@ class MemoryStore(MemoryHosts):
             u.recall, u.false_signal_rate = p.recall, p.false_signal_rate
             u.signal_time_equivalent_s = p.signal_time_equivalent_s
             u.threshold_s, u.scored_lambda = p.threshold_s, scored_lambda
-            self._rescore(u)
+            self._rescore(u, refresh=False)
+            moved = True
+        if moved:
+            self._refresh(self._hosts[host])  # once, for all its URLs
 
     async def set_params_many(
         self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
@@ -134,15 +144,56 @@ class MemoryStore(MemoryHosts):
     async def set_thresholds(
         self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
     ) -> None:
+        self._set_thresholds(host, thresholds_s.keys(), thresholds_s.values(), scored_lambda)
+
+    def _set_thresholds(
+        self, host: str, urls: Iterable[str], thresholds_s: Iterable[float], scored_lambda: float
+    ) -> None:
         h = self._hosts.get(host)
         if h is None:
             return
-        for url, threshold in thresholds_s.items():
-            u = self._urls.get(url)
+        get = self._urls.get
+        for url, threshold in zip(urls, thresholds_s, strict=True):
+            u = get(url)
             if u is not None and u.host == host:
                 u.threshold_s, u.scored_lambda = threshold, scored_lambda
-                self._rescore(u)
+                self._rescore(u, refresh=False)
         h.scored_lambda = scored_lambda
+        self._refresh(h)  # once, for all its URLs
+
+    async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
+        urls = self._urls
+        per_host = [
+            [] if (h := self._hosts.get(name)) is None else [urls[u] for u in sorted(h.urls)]
+            for name, _ in stale
+        ]
+        return rescore_table(stale, per_host)
+
+    async def set_rescored(self, cols: RescoreColumns, thresholds_s: FloatArray) -> None:
+        # the records first, then every due time in one vectorised pass, then the queues
+        get, thr = self._urls.get, thresholds_s.tolist()
+        batches: list[tuple[Host, list[Url]]] = []
+        k = 0
+        for name, lam, n in zip(
+            cols.hosts, cols.lambdas.tolist(), cols.counts.tolist(), strict=True
+        ):
+            h = self._hosts.get(name)
+            if h is not None:
+                us = []
+                for url, threshold in zip(cols.urls[k : k + n], thr[k : k + n], strict=True):
+                    u = get(url)
+                    if u is not None and u.host == name:
+                        u.threshold_s, u.scored_lambda = threshold, lam
+                        us.append(u)
+                h.scored_lambda = lam
+                batches.append((h, us))
+            k += n
+        dues = self._dues([u for _, us in batches for u in us]).tolist()
+        k = 0
+        for h, us in batches:
+            self._requeue(h, us, dues[k : k + len(us)])
+            k += len(us)
+            self._refresh(h)
 
     async def hosts_needing_rescore(
         self, tolerance: float, max_urls: int
@@ -184,6 +235,7 @@ class MemoryStore(MemoryHosts):
         if seen is not None:
             return seen
         out = []
+        touched: dict[str, Host] = {}
         for ev in events:
             u = self._urls.get(ev.url)
             if u is None:
@@ -198,8 +250,11 @@ class MemoryStore(MemoryHosts):
                 u.signals_since_crawl += 1
             u.last_signal_at = max(u.last_signal_at or -math.inf, ev.time)
             self._unretire(u)  # a signal brings a retired URL back
-            self._rescore(u)
+            self._rescore(u, refresh=False)
+            touched[u.host] = self._hosts[u.host]
             out.append(EventStatus.ACCEPTED)
+        for host in touched.values():
+            self._refresh(host)  # once per host, for all its signals
         self._answers.remember(once, out)
         return out
 
@@ -294,6 +349,11 @@ class MemoryStore(MemoryHosts):
             lambda0=self._lambda0.value, lambda0_observations=self._lambda0.count,
             top_hosts=tuple(top), retired=retired, blocked_hosts=sum(blocked),
         )  # fmt: skip
+
+    def lambda0_estimate(self) -> float | None:
+        """The λ₀ tracked online (what :meth:`stats` gives as ``lambda0``), read without
+        building every host's snapshot (the simulator samples it each step)."""
+        return self._lambda0.value
 
     async def clock_epoch(self, proposal: float) -> float:
         return proposal  # one process: its own epoch

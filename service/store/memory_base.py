@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import fields
+from collections.abc import Sequence
+
+import numpy as np
 
 from scheduler_core.due import due_time
 from scheduler_core.multipliers import LogMean, host_multiplier
+from scheduler_core.params import FloatArray
 from service.store.base import (
     NO_LIMITS,
     ControlRules,
@@ -29,8 +32,8 @@ from service.store.memory_records import Answers, Host, Lease, Shard, Url
 
 __all__ = ["MemoryBase"]
 
-#: The fields a URL snapshot copies.
-_STATE_FIELDS = tuple(f.name for f in fields(UrlState) if f.name != "observations")
+#: A host's queue is rebuilt at once when more of its URLs than this move together.
+_FEW = 8
 
 
 class MemoryBase:
@@ -117,8 +120,9 @@ class MemoryBase:
             floor = max(floor, u.last_crawl_at + self._controls.min_revisit_s)
         return floor
 
-    def _rescore(self, u: Url) -> None:
-        """Re-derive u.due_at and move u in its host queue (if unleased)."""
+    def _rescore(self, u: Url, refresh: bool = True) -> None:
+        """Re-derive u.due_at and move u in its host queue (if unleased); without
+        ``refresh`` the caller re-keys the host in its ready set (once for many URLs)."""
         new_due = due_time(
             last_crawl_at=u.last_crawl_at,
             registered_at=u.registered_at,
@@ -128,17 +132,72 @@ class MemoryBase:
             last_signal_at=u.last_signal_at,
             max_revisit_s=self._max_revisit_s,
         )
-        self._move(u, max(new_due, self._floor(u)))
+        self._move(u, max(new_due, self._floor(u)), refresh)
 
-    def _move(self, u: Url, new_due: float) -> None:
-        host = self._hosts[u.host]
+    def _dues(self, us: Sequence[Url]) -> FloatArray:
+        """The due times :meth:`_rescore` derives, of many URLs at once, shape (m,): the
+        same arithmetic as :func:`~scheduler_core.due.due_time` and :meth:`_floor`, on
+        arrays."""
+        nan = math.nan
+        rows = np.array(
+            [
+                (
+                    nan if u.last_crawl_at is None else u.last_crawl_at,
+                    u.registered_at,
+                    u.threshold_s,
+                    u.signal_time_equivalent_s,
+                    u.signals_since_crawl,
+                    nan if u.last_signal_at is None else u.last_signal_at,
+                    -math.inf if u.refetch_after is None else u.refetch_after,
+                )
+                for u in us
+            ],
+            dtype=np.float64,
+        ).reshape(len(us), 7)
+        last, registered, thr, beta, n, lsig, floor = rows.T
+        never = np.isnan(last)
+        with np.errstate(invalid="ignore"):
+            shift = np.where(n > 0, beta * n, 0.0)
+            value = last + thr - shift
+            proven = (n > 0) & np.isinf(beta)
+            value = np.where(proven, np.where(np.isnan(lsig), last, lsig), value)
+            value = np.where(np.isinf(thr), np.inf, value)
+            cap = last + self._max_revisit_s
+            due = np.where(never, registered, np.where(value <= cap, value, cap))
+            if self._controls.min_revisit_s > 0:
+                floor = np.where(
+                    never, floor, np.maximum(floor, last + self._controls.min_revisit_s)
+                )
+        return np.asarray(np.maximum(due, floor), dtype=np.float64)
+
+    def _requeue(self, host: Host, us: Sequence[Url], dues: Sequence[float]) -> None:
+        """Set the due times of ``host``'s URLs ``us`` to ``dues``, as :meth:`_move`
+        does, with its queue rebuilt once when many of them move (the caller re-keys the
+        host in its ready set)."""
+        moved: dict[str, float] = {}
+        for u, due in zip(us, dues, strict=True):
+            if u.retired_at is None and u.lease_id is None and due != u.due_at:
+                moved[u.url] = due
+                if len(moved) <= _FEW:
+                    host.queue.discard((u.due_at, u.url))
+                    host.queue.add((due, u.url))
+            u.due_at = due
+        if len(moved) > _FEW:  # those moved one by one are in place; the rest follow
+            entries = [(moved.get(url, due), url) for due, url in host.queue]
+            host.queue.clear()
+            host.queue.update(entries)
+
+    def _move(self, u: Url, new_due: float, refresh: bool = True) -> None:
         if u.retired_at is not None:
             u.due_at = new_due  # retired: in no queue
         elif u.lease_id is None:
-            host.queue.discard((u.due_at, u.url))
-            host.queue.add((new_due, u.url))
-            u.due_at = new_due
-            self._refresh(host)
+            host = self._hosts[u.host]
+            if new_due != u.due_at:  # else in place already
+                host.queue.discard((u.due_at, u.url))
+                host.queue.add((new_due, u.url))
+                u.due_at = new_due
+            if refresh:
+                self._refresh(host)
         else:
             u.due_at = new_due
 
@@ -175,8 +234,16 @@ class MemoryBase:
 
     @staticmethod
     def _snapshot(u: Url) -> UrlState:
-        # A shallow copy field by field: dataclasses.asdict deep-copies, ~10× slower.
+        # A shallow copy field by field, positionally (UrlState's order; a test holds
+        # every field): dataclasses.asdict deep-copies, ~10× slower.
         obs = Observations(
             u.click_mass, u.click_ref, u.signal_mass, u.signal_ref, tuple(u.outcomes)
         )
-        return UrlState(**{name: getattr(u, name) for name in _STATE_FIELDS}, observations=obs)
+        return UrlState(
+            u.url, u.host, u.weight, u.change_rate, u.recall, u.false_signal_rate,
+            u.signal_time_equivalent_s, u.threshold_s, u.scored_lambda, u.registered_at,
+            u.last_crawl_at, u.signals_since_crawl, u.last_signal_at, u.due_at, u.lease_id,
+            u.lease_deadline, u.clicks, u.signals, u.crawls, u.changes, u.fetch_errors,
+            u.last_click_at, u.prior, obs, u.retired_at, u.retire_reason, u.gone_count,
+            u.refetch_after,
+        )  # fmt: skip

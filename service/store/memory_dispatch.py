@@ -250,9 +250,13 @@ class MemoryDispatch(MemoryBase):
         seen = self._answers.replay(once)
         if seen is not None:
             return seen
+        touched: dict[str, Host] = {}
         out = [
-            self._settle_one(o, retry_delay_s, discard_within_s, outcome_window) for o in outcomes
+            self._settle_one(o, retry_delay_s, discard_within_s, outcome_window, touched)
+            for o in outcomes
         ]
+        for host in touched.values():
+            self._refresh(host)  # once per host, for all its results
         settled = [o for o, st in zip(outcomes, out, strict=True) if st is EventStatus.ACCEPTED]
         if settled:  # for the fold to re-estimate, as the Redis store's settle.lua appends
             times = np.array([o.fetched_at for o in settled], dtype=np.float64)
@@ -261,8 +265,15 @@ class MemoryDispatch(MemoryBase):
         return out
 
     def _settle_one(
-        self, o: CrawlOutcome, retry_delay_s: float, discard_s: float, window: int
+        self,
+        o: CrawlOutcome,
+        retry_delay_s: float,
+        discard_s: float,
+        window: int,
+        touched: dict[str, Host],
     ) -> EventStatus:
+        """Settle one result; a host whose ready-set key may have moved goes into
+        ``touched`` (the caller re-keys each once)."""
         lease = self._active.get(o.lease_id) or self._finished.get(o.lease_id)
         if lease is None:
             return EventStatus.UNKNOWN_LEASE
@@ -288,8 +299,8 @@ class MemoryDispatch(MemoryBase):
             u.gone_count += 2 if o.status == 410 else 1
         else:
             u.gone_count = 0
+        touched[host.name] = host
         if u.retired_at is not None:  # retired while leased (the lease was given before)
-            self._refresh(host)
             return EventStatus.ACCEPTED
         if o.ok:
             u.crawls += 1
@@ -305,17 +316,16 @@ class MemoryDispatch(MemoryBase):
                 late = u.last_signal_at is not None and u.last_signal_at > o.fetched_at + discard_s
                 u.signals_since_crawl = 1 if late else 0
             host.queue.add((u.due_at, u.url))
-            self._rescore(u)
+            self._rescore(u, refresh=False)
         else:
             u.fetch_errors += 1
             host.queue.add((u.due_at, u.url))
-            self._move(u, max(u.due_at, o.fetched_at + retry_delay_s, self._floor(u)))
+            due = max(u.due_at, o.fetched_at + retry_delay_s, self._floor(u))
+            self._move(u, due, refresh=False)
         if o.retire is not None:
             self._retire(u, o.retire, o.fetched_at)
         elif u.gone_count >= self._controls.gone_after:
             self._retire(u, RetireReason.GONE, o.fetched_at)
-        else:
-            self._refresh(host)
         return EventStatus.ACCEPTED
 
     def _host_answer(self, host: Host, o: CrawlOutcome) -> None:
@@ -336,10 +346,12 @@ class MemoryDispatch(MemoryBase):
         free = [o.log_value for o in observations if not o.gated]
         self._lambda0 = update_log_mean(self._lambda0, free, config)
         log_lam0 = self._lambda0.log_mean
+        per_host: dict[str, list[float]] = {}  # each host's in dispatch order
         for o in observations:
-            host = self._hosts.get(o.host)
-            if host is None:
-                continue
             x = host_observation(o.log_value, o.gated, log_lam0)
             if x is not None:
-                host.estimate = update_log_mean(host.estimate, (x,), config)
+                per_host.setdefault(o.host, []).append(x)
+        for name, xs in per_host.items():
+            host = self._hosts.get(name)
+            if host is not None:
+                host.estimate = update_log_mean(host.estimate, xs, config)

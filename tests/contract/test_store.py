@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from scheduler_core.multipliers import TrackerConfig
@@ -268,6 +269,39 @@ async def test_set_thresholds_rederives_due_times(store: Store) -> None:
     await store.set_thresholds("a.example", {"https://a.example/x": 400.0}, 2.0)
     (s,) = await store.get_urls(["https://a.example/x"])
     assert s is not None and (s.due_at, s.scored_lambda) == (T0 + 400.0, 2.0)
+
+
+async def test_rescore_columns_read_and_set_hosts_as_columns(store: Store) -> None:
+    await store.upsert_urls(
+        [
+            rec("https://a.example/2", threshold_s=100.0),
+            rec("https://a.example/1", threshold_s=200.0),
+            rec("https://b.example/3", threshold_s=300.0),
+        ],
+        T0,
+    )
+    stale = [("b.example", 3.0), ("a.example", 2.0), ("none.example", 4.0)]
+    cols = await store.rescore_columns(stale)
+    assert cols.hosts == ["b.example", "a.example", "none.example"]
+    assert cols.counts.tolist() == [1, 2, 0]
+    assert cols.urls == ["https://b.example/3", "https://a.example/1", "https://a.example/2"]
+    assert cols.row_lambdas().tolist() == [3.0, 2.0, 2.0]
+    assert cols.params.tolist() == [
+        [1.0, 0.01, 0.5, 0.01, 300.0],
+        [1.0, 0.01, 0.5, 0.01, 200.0],
+        [1.0, 0.01, 0.5, 0.01, 100.0],
+    ]
+    await store.remove_urls(["https://a.example/1"])  # gone since the read: skipped
+    await store.set_rescored(cols, np.array([30.0, 20.0, 10.0]))
+    states = await store.get_urls([*cols.urls, "https://a.example/9"])
+    assert [None if s is None else (s.threshold_s, s.scored_lambda, s.due_at) for s in states] == [
+        (30.0, 3.0, T0 + 30.0),
+        None,
+        (10.0, 2.0, T0 + 10.0),
+        None,
+    ]
+    grants = await store.lease_next(T0 + 15.0, 5, 60.0, False)
+    assert [g.state.url for g in grants.grants] == ["https://a.example/2"]
 
 
 async def test_multipliers_follow_dispatch_values(store: Store) -> None:

@@ -84,3 +84,69 @@ def test_an_empty_batch() -> None:
     cols = columns_of(T0, [])
     assert len(cols) == 0 and values_of_columns(cols.state, T0, None).shape == (0,)
     assert grants_of(cols) == []
+
+
+def test_memory_snapshot_copies_every_field_of_the_record() -> None:
+    from dataclasses import fields
+
+    from service.store.base import Observations, RetireReason, UrlPrior
+    from service.store.memory_base import MemoryBase
+    from service.store.memory_records import Url
+
+    names = [f.name for f in fields(UrlState) if f.name != "observations"]
+    u = Url("https://a.example/x", "a.example", *(float(k) for k in range(1, 9)))
+    for k, name in enumerate(names[8:], start=100):  # every other field its own value
+        setattr(
+            u,
+            name,
+            {"prior": UrlPrior(weight=7.0), "retire_reason": RetireReason.GONE}.get(
+                name, k if name.endswith(("count", "since_crawl", "s", "errors")) else float(k)
+            ),
+        )
+    u.lease_id = "L1"
+    u.click_mass, u.click_ref, u.signal_mass, u.signal_ref = 1.5, 2.5, 3.5, 4.5
+    u.outcomes = [(1.0, 2, True)]
+    state = MemoryBase._snapshot(u)
+    assert {n: getattr(state, n) for n in names} == {n: getattr(u, n) for n in names}
+    assert state.observations == Observations(1.5, 2.5, 3.5, 4.5, ((1.0, 2, True),))
+
+
+def test_memory_due_times_at_once_match_one_by_one() -> None:
+    from scheduler_core.due import due_time
+    from service.store.controls import NO_LIMITS, ControlRules
+    from service.store.memory_base import MemoryBase
+    from service.store.memory_records import Url
+
+    rng = np.random.default_rng(5)
+    us = []
+    for i in range(400):
+        crawled = rng.random() < 0.8
+        n = int(rng.choice([0, 0, 1, 3]))
+        u = Url(
+            f"https://a.example/{i}", "a.example", 1.0, 0.01, 0.5, 0.01,
+            float(rng.choice([0.0, 30.0, math.inf])), float(rng.choice([50.0, 9e5, math.inf])),
+            1.0, T0 - float(rng.random() * 1e4),
+        )  # fmt: skip
+        u.last_crawl_at = T0 - float(rng.random() * 1e4) if crawled else None
+        u.signals_since_crawl = n
+        u.last_signal_at = T0 - float(rng.random() * 10) if n and rng.random() < 0.7 else None
+        u.refetch_after = T0 + float(rng.random() * 1e3) if rng.random() < 0.3 else None
+        us.append(u)
+    for controls in (NO_LIMITS, ControlRules(min_revisit_s=600.0)):
+        store = MemoryBase(max_revisit_s=CAP_S, controls=controls)
+        one_by_one = [
+            max(
+                due_time(
+                    last_crawl_at=u.last_crawl_at,
+                    registered_at=u.registered_at,
+                    threshold_s=u.threshold_s,
+                    signal_time_equivalent_s=u.signal_time_equivalent_s,
+                    signals_since_crawl=u.signals_since_crawl,
+                    last_signal_at=u.last_signal_at,
+                    max_revisit_s=CAP_S,
+                ),
+                store._floor(u),
+            )  # fmt: skip
+            for u in us
+        ]
+        assert store._dues(us).tolist() == one_by_one

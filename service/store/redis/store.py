@@ -27,6 +27,7 @@ from typing import Any, cast
 
 from redis.exceptions import RedisError
 from scheduler_core.errors import ParameterError
+from scheduler_core.params import FloatArray
 from service.clock import TimeSource
 from service.errors import StoreUnavailable
 from service.store.base import (
@@ -40,6 +41,7 @@ from service.store.base import (
     UrlRecord,
     UrlState,
 )
+from service.store.columns import RescoreColumns, rescore_columns_by_host, set_rescored_by_host
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
 from service.store.redis.events import RedisEvents
@@ -250,6 +252,12 @@ class RedisStore(RedisEvents, RedisHosts):
             if host_of(url) == host:
                 args += (url_key(url, host), repr(threshold))
         await self._run([self._call("set_thresholds", self._shard(host), args)])
+
+    async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
+        return await rescore_columns_by_host(self, stale)
+
+    async def set_rescored(self, cols: RescoreColumns, thresholds_s: FloatArray) -> None:
+        await set_rescored_by_host(self, cols, thresholds_s)
 
     # -- events ------------------------------------------------------------------------------------
     @unavailable
