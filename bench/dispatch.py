@@ -72,12 +72,50 @@ from config import Config
 from report import build_table, footer, ratio_table, report_json, store_ratios
 from runner import Report, run
 
+#: The sizes one run measures by default: the default frontier, then a third of it.
+DEFAULT_SIZES = "1000000/10000,300000/3000"
 
-def parse_args(argv: Sequence[str] | None = None) -> Config:
-    """The command line as a :class:`Config`."""
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    """``"URLS/HOSTS,..."`` as (urls, hosts) pairs.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        A pair is malformed or not positive.
+
+    Examples
+    --------
+    >>> parse_sizes("1000/10, 300/3")
+    [(1000, 10), (300, 3)]
+    """
+    out = []
+    for part in text.split(","):
+        try:
+            urls, hosts = (int(x) for x in part.strip().split("/"))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--sizes: {part!r} is not URLS/HOSTS") from None
+        if urls < 1 or hosts < 1:
+            raise argparse.ArgumentTypeError(f"--sizes: {part!r} must be positive")
+        out.append((urls, min(hosts, urls)))
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> list[Config]:
+    """The command line as one :class:`Config` per size."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--urls", type=int, default=1_000_000, help="URLs registered")
-    p.add_argument("--hosts", type=int, default=10_000, help="hosts they are spread over")
+    p.add_argument(
+        "--urls",
+        type=int,
+        default=None,
+        help="URLs registered (one size; default: the sizes of --sizes)",
+    )
+    p.add_argument("--hosts", type=int, default=None, help="hosts they are spread over")
+    p.add_argument(
+        "--sizes",
+        default=DEFAULT_SIZES,
+        help="URLS/HOSTS pairs, comma-separated, each run in turn (ignored with --urls)",
+    )
     p.add_argument("--seconds", type=float, default=10.0, help="length of each timed phase")
     p.add_argument("--workers", type=int, default=12, help="concurrent client connections")
     p.add_argument("--n", type=int, default=100, help="URLs asked per GET /next")
@@ -109,22 +147,46 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         "those of docs/operations.md (the memory of a deployment without them)",
     )
     a = p.parse_args(argv)
-    return Config(
-        urls=a.urls, hosts=min(a.hosts, a.urls), seconds=a.seconds, workers=a.workers, n=a.n,
-        event_batch=a.event_batch, load_budget=a.load_budget, load_workers=a.load_workers,
-        warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile, store=a.store,
-        redis_defaults=a.redis_defaults,
-    )  # fmt: skip
+    if a.urls is not None:
+        sizes = [(a.urls, min(a.hosts or 10_000, a.urls))]
+    else:
+        try:
+            sizes = parse_sizes(a.sizes)
+        except argparse.ArgumentTypeError as e:
+            p.error(str(e))
+    return [
+        Config(
+            urls=urls, hosts=hosts, seconds=a.seconds, workers=a.workers, n=a.n,
+            event_batch=a.event_batch, load_budget=a.load_budget, load_workers=a.load_workers,
+            warmup=a.warmup, seed=a.seed, json_out=a.json, profile=a.profile, store=a.store,
+            redis_defaults=a.redis_defaults,
+        )
+        for urls, hosts in sizes
+    ]  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the bench (once per store), print the tables, write the JSON."""
-    cfg = parse_args(argv)
+    """Run the bench (once per size and store), print the tables, write the JSON."""
+    cfgs = parse_args(argv)
     console = Console(width=max(160, Console().width))
+    sized: dict[str, Any] = {}
+    for cfg in cfgs:
+        sized[f"{cfg.urls}/{cfg.hosts}"] = run_size(cfg, console, len(cfgs) > 1)
+    if cfgs[0].json_out is not None:
+        single = sized if len(sized) > 1 else next(iter(sized.values()))
+        cfgs[0].json_out.write_text(json.dumps(single, indent=2))
+    return 0
+
+
+def run_size(cfg: Config, console: Console, several: bool) -> dict[str, Any]:
+    """One size: the run of each store, its tables, and its figures as plain data."""
     stores = ("redis", "memory") if cfg.store == "both" else (cfg.store,)
     reps: dict[str, Report] = {}
     for store in stores:
-        prof = cfg.profile / store if cfg.profile is not None and len(stores) > 1 else cfg.profile
+        prof = cfg.profile
+        if prof is not None:
+            prof = prof / f"{cfg.urls}" if several else prof
+            prof = prof / store if len(stores) > 1 else prof
         one = dataclasses.replace(cfg, store=store, profile=prof)
         rep = reps[store] = asyncio.run(run(one, console))
         console.print(build_table(rep))
@@ -134,10 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = store_ratios(reps["memory"], reps["redis"])
         console.print(ratio_table(rows))
         out["memory_over_redis"] = rows
-    if cfg.json_out is not None:
-        single = out if len(reps) == 2 else out[cfg.store]
-        cfg.json_out.write_text(json.dumps(single, indent=2))
-    return 0
+    return out if len(reps) == 2 else out[cfg.store]
 
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@ from raw_redis import RAW_CLIENTS
 from runner import Report
 
 TARGETS = {
-    "dispatch": 20_000.0,  # URLs/s, at least
-    "events": 50_000.0,  # events/s per API process, at least
-    "p99_ms": 20.0,  # /next p99 at half load, at most
+    "dispatch": 0.5,  # ours ÷ raw Redis (one Lua script per batch), URLs/s, at least
+    "events": 0.5,  # the event mix ÷ raw Redis (one Lua script per batch), at least
+    "p99_ms": 10.0,  # /next p99 at half load, at most
     "bytes_per_url": 200.0,  # Redis memory per URL loaded, at most
 }
+#: The raw client the ratio targets are judged against.
+JUDGED_RAW = "lua"
 #: The embedded store's dispatch and event mix ÷ the Redis store's, at least.
 MEMORY_OVER_REDIS = 2.0
 
@@ -39,6 +41,12 @@ def raw_cells(rep: Report, kind: str, ours: float) -> tuple[str, str]:
         "\n".join(f"{v:,.0f} {how}" for how, v in raws),
         "\n".join(f"{ours / v:.3f}" if v > 0 else "" for _, v in raws),
     )
+
+
+def raw_rate(rep: Report, kind: str) -> float:
+    """The raw rate the ratio targets are judged against (:data:`JUDGED_RAW`); NaN when
+    the raw phase did not run (the target is then a MISS)."""
+    return rep.raw.get(f"{kind} {JUDGED_RAW}", float("nan"))
 
 
 def build_table(rep: Report) -> Table:
@@ -94,8 +102,8 @@ def build_table(rep: Report) -> Table:
         t.add_row(
             f"(a) dispatch, GET /next?n={cfg.n} (URLs/s)",
             f"{d.rate:,.0f}",
-            f"≥ {TARGETS['dispatch']:,.0f}",
-            verdict(d.rate >= TARGETS["dispatch"]),
+            f"≥ {TARGETS['dispatch']} × raw",
+            verdict(d.rate >= TARGETS["dispatch"] * raw_rate(rep, "dispatch")),
             *raw_cells(rep, "dispatch", d.rate),
             f"{d.request_rate:,.1f} req/s over {d.seconds:.1f} s, {d.short} short answers; "
             f"closed-loop p50 {1000 * percentile(d.latencies, 0.5):.1f} ms, "
@@ -124,8 +132,8 @@ def build_table(rep: Report) -> Table:
         t.add_row(
             f"(b) events ingested, mix (events/s, batches of {cfg.event_batch:,})",
             f"{mix.rate:,.0f}",
-            f"≥ {TARGETS['events']:,.0f}",
-            verdict(mix.rate >= TARGETS["events"]),
+            f"≥ {TARGETS['events']} × raw",
+            verdict(mix.rate >= TARGETS["events"] * raw_rate(rep, "events")),
             *raw_cells(rep, "events", mix.rate),
             f"{shares}{' (leases ran out)' if mix.ran_out else ''}; {rep.notes['events_mix']}",
         )
@@ -137,8 +145,8 @@ def build_table(rep: Report) -> Table:
         t.add_row(
             f"(b) {path} alone (events/s)",
             f"{ev.rate:,.0f}",
-            f"≥ {TARGETS['events']:,.0f}",
-            verdict(ev.rate >= TARGETS["events"]),
+            "",
+            "",
             *raw_cells(rep, "events", ev.rate),
             f"{ev.total:,} events in {ev.seconds:.1f} s, {acc:.0%} accepted"
             f"{f' ({rep.topped_up:,} leases topped up untimed)' if kind == 'result' else ''}"
