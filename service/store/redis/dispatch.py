@@ -133,12 +133,12 @@ class RedisDispatch(RedisMultipliers):
         node), the multiplier key too, and the buffered dispatch observations; with
         ``only``, from that host alone (``shards`` is its shard)."""
         clock, mode, cap, ahead, ttl, nonce = head
-        # the first shard's keys declared (a cluster routes by them), the others' in one
-        # argument: one argument per key would cost redis-py ~1 µs each to encode
+        # the first shard's keys declared (a cluster routes by them), the others' tags in
+        # one argument: one argument per key would cost redis-py ~1 µs each to encode
         keys: list[bytes | str] = list(self._script_keys[shards[0]])
         args: list[bytes | str | int] = [
             clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
-            len(shards) - 1, only, self._other_keys(shards),
+            len(shards) - 1, only, self._shard_tags(shards),
         ]  # fmt: skip
         if observations is not None:
             keys.append(self._global.multiplier)
@@ -151,13 +151,14 @@ class RedisDispatch(RedisMultipliers):
             ]  # fmt: skip
         return Call("lease", keys, args, node)
 
-    def _other_keys(self, shards: Sequence[int]) -> bytes:
-        """The keys of ``shards`` but the first, one line each (no key name holds a line
-        break: keys.py); cached per shard list."""
+    def _shard_tags(self, shards: Sequence[int]) -> bytes:
+        """The key tags of ``shards``, one line each (no key name holds a line break:
+        keys.py); lease.lua builds the undeclared shards' keys from them.  Cached per
+        shard list."""
         key = tuple(shards)
         got = self._joined_keys.get(key)
         if got is None:
-            got = b"\n".join(k for s in shards[1:] for k in self._script_keys[s])
+            got = "\n".join(self._keys[s].tag for s in shards).encode()
             self._joined_keys[key] = got
         return got
 
