@@ -88,6 +88,29 @@ def _listed(plans: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int
             yield float(flat[i]), flat[i + 1], node
 
 
+def _split_names(
+    blob: bytes, host_len: Sequence[int], key_len: Sequence[int]
+) -> tuple[list[str], list[str]]:
+    """The hosts and URL keys of a lease answer's names (each grant's host, then its URL
+    key, concatenated; lengths in bytes).  ASCII names (the usual) are sliced from one
+    decoded string."""
+    hosts: list[str] = []
+    keys: list[str] = []
+    pos = 0
+    if blob.isascii():
+        text = blob.decode("ascii")
+        for h, k in zip(host_len, key_len, strict=True):
+            hosts.append(text[pos : pos + h])
+            keys.append(text[pos + h : pos + h + k])
+            pos += h + k
+    else:
+        for h, k in zip(host_len, key_len, strict=True):
+            hosts.append(blob[pos : pos + h].decode())
+            keys.append(blob[pos + h : pos + h + k].decode())
+            pos += h + k
+    return hosts, keys
+
+
 class _Answer(NamedTuple):
     """One node's lease answer, decoded."""
 
@@ -295,18 +318,16 @@ class RedisDispatch(RedisMultipliers):
         urls: list[str] = []
         hosts: list[str] = []
         for a in answers:
-            pos = 0
-            names, shards, nonce = a.names, a.shards, a.nonce
-            for h, k, idx, seq in zip(
-                a.rec["host_len"].tolist(), a.rec["key_len"].tolist(),
-                a.rec["shard_index"].tolist(), a.rec["seq"].tolist(), strict=True,
-            ):  # fmt: skip
-                host = names[pos : pos + h].decode()
-                ukey = names[pos + h : pos + h + k].decode()
-                pos += h + k
-                hosts.append(host)
-                urls.append(expand_url(ukey, host))
-                lease_ids.append(format_lease_id(shards[idx - 1], seq, nonce))
+            shards, nonce = a.shards, a.nonce
+            a_hosts, a_keys = _split_names(
+                a.names, a.rec["host_len"].tolist(), a.rec["key_len"].tolist()
+            )
+            hosts += a_hosts
+            urls += map(expand_url, a_keys, a_hosts)
+            index, seqs = a.rec["shard_index"].tolist(), a.rec["seq"].tolist()
+            lease_ids += [
+                format_lease_id(shards[i - 1], q, nonce) for i, q in zip(index, seqs, strict=True)
+            ]
         rec = (
             answers[0].rec
             if len(answers) == 1
