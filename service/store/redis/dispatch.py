@@ -88,6 +88,29 @@ def _listed(plans: Sequence[Any], part: int) -> Iterator[tuple[float, bytes, int
             yield float(flat[i]), flat[i + 1], node
 
 
+def _split_names(
+    blob: bytes, host_len: Sequence[int], key_len: Sequence[int]
+) -> tuple[list[str], list[str]]:
+    """The hosts and URL keys of a lease answer's names (each grant's host, then its URL
+    key, concatenated; lengths in bytes).  ASCII names (the usual) are sliced from one
+    decoded string."""
+    hosts: list[str] = []
+    keys: list[str] = []
+    pos = 0
+    if blob.isascii():
+        text = blob.decode("ascii")
+        for h, k in zip(host_len, key_len, strict=True):
+            hosts.append(text[pos : pos + h])
+            keys.append(text[pos + h : pos + h + k])
+            pos += h + k
+    else:
+        for h, k in zip(host_len, key_len, strict=True):
+            hosts.append(blob[pos : pos + h].decode())
+            keys.append(blob[pos + h : pos + h + k].decode())
+            pos += h + k
+    return hosts, keys
+
+
 class _Answer(NamedTuple):
     """One node's lease answer, decoded."""
 
@@ -133,12 +156,12 @@ class RedisDispatch(RedisMultipliers):
         node), the multiplier key too, and the buffered dispatch observations; with
         ``only``, from that host alone (``shards`` is its shard)."""
         clock, mode, cap, ahead, ttl, nonce = head
-        # the first shard's keys declared (a cluster routes by them), the others' in one
-        # argument: one argument per key would cost redis-py ~1 µs each to encode
+        # the first shard's keys declared (a cluster routes by them), the others' tags in
+        # one argument: one argument per key would cost redis-py ~1 µs each to encode
         keys: list[bytes | str] = list(self._script_keys[shards[0]])
         args: list[bytes | str | int] = [
             clock, mode, cap, ahead, ttl, nonce, self._history, _SCAN, len(shards),
-            len(shards) - 1, only, self._other_keys(shards),
+            len(shards) - 1, only, self._shard_tags(shards),
         ]  # fmt: skip
         if observations is not None:
             keys.append(self._global.multiplier)
@@ -151,13 +174,14 @@ class RedisDispatch(RedisMultipliers):
             ]  # fmt: skip
         return Call("lease", keys, args, node)
 
-    def _other_keys(self, shards: Sequence[int]) -> bytes:
-        """The keys of ``shards`` but the first, one line each (no key name holds a line
-        break: keys.py); cached per shard list."""
+    def _shard_tags(self, shards: Sequence[int]) -> bytes:
+        """The key tags of ``shards``, one line each (no key name holds a line break:
+        keys.py); lease.lua builds the undeclared shards' keys from them.  Cached per
+        shard list."""
         key = tuple(shards)
         got = self._joined_keys.get(key)
         if got is None:
-            got = b"\n".join(k for s in shards[1:] for k in self._script_keys[s])
+            got = "\n".join(self._keys[s].tag for s in shards).encode()
             self._joined_keys[key] = got
         return got
 
@@ -294,18 +318,16 @@ class RedisDispatch(RedisMultipliers):
         urls: list[str] = []
         hosts: list[str] = []
         for a in answers:
-            pos = 0
-            names, shards, nonce = a.names, a.shards, a.nonce
-            for h, k, idx, seq in zip(
-                a.rec["host_len"].tolist(), a.rec["key_len"].tolist(),
-                a.rec["shard_index"].tolist(), a.rec["seq"].tolist(), strict=True,
-            ):  # fmt: skip
-                host = names[pos : pos + h].decode()
-                ukey = names[pos + h : pos + h + k].decode()
-                pos += h + k
-                hosts.append(host)
-                urls.append(expand_url(ukey, host))
-                lease_ids.append(format_lease_id(shards[idx - 1], seq, nonce))
+            shards, nonce = a.shards, a.nonce
+            a_hosts, a_keys = _split_names(
+                a.names, a.rec["host_len"].tolist(), a.rec["key_len"].tolist()
+            )
+            hosts += a_hosts
+            urls += map(expand_url, a_keys, a_hosts)
+            index, seqs = a.rec["shard_index"].tolist(), a.rec["seq"].tolist()
+            lease_ids += [
+                format_lease_id(shards[i - 1], q, nonce) for i, q in zip(index, seqs, strict=True)
+            ]
         rec = (
             answers[0].rec
             if len(answers) == 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 __all__ = ["Call", "Client", "ScriptSet"]
 
@@ -116,6 +116,12 @@ class ScriptSet:
                 ),
                 return_exceptions=True,
             )
+        if len(calls) == 1:  # one call: no pipeline object (~20 µs of redis-py less)
+            c = calls[0]
+            try:
+                return [await client.evalsha(self.sha[c.script], len(c.keys), *c.keys, *c.args)]
+            except ResponseError as e:  # answered by the script or server, as a pipeline
+                return [e]
         pipe = client.pipeline(transaction=False)
         for c in calls:
             pipe.evalsha(self.sha[c.script], len(c.keys), *c.keys, *c.args)

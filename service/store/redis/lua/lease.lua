@@ -24,8 +24,10 @@
 -- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
 -- history kept per shard; ARGV[8] most not-yet-due hosts scanned per shard for an open
 -- gate; ARGV[9] S, shards in the call; ARGV[10] U; ARGV[11] the one host to lease from
--- ('' = any; then the call holds that host's shard alone); ARGV[12] the 9 keys of each
--- of the last U shards, one string, a line each; then: window (dispatches), clip (log
+-- ('' = any; then the call holds that host's shard alone); ARGV[12] the key tag of each
+-- of the S shards (the part of its key names before lib.lua's names), one string, a
+-- line each: the keys of the last U shards are their tags followed by the names the
+-- first shard's declared keys have after its tag; then: window (dispatches), clip (log
 -- units) of the multiplier fold; the ln V of the ungated dispatches, '<d' each, one
 -- string (for λ₀; only with the multiplier key); the dispatch observations, one string:
 -- per observation OBS (shard index 1..S, 1 when gated else 0, ln V of a gated one, host
@@ -37,6 +39,7 @@
 local GRANT = '<ddI4HHHB'
 local OBS = '<HBdH'  -- a dispatch observation, then its host (dispatch.py _OBS)
 local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
+local COUNTS_HEAD_ZERO = string.rep('\0', 24)  -- the counts but the lease seq, all 0
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
 local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5])
@@ -47,7 +50,20 @@ local deadline_s = str(deadline)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
-for k in string.gmatch(ARGV[12], '[^\n]+') do SHARD_KEYS[#SHARD_KEYS + 1] = k end
+do  -- the undeclared shards' keys: tag .. name (splitting one line per key costs more)
+  local tags, at = {}, 1
+  while at <= #ARGV[12] do
+    local stop = string.find(ARGV[12], '\n', at, true) or #ARGV[12] + 1
+    tags[#tags + 1] = string.sub(ARGV[12], at, stop - 1)
+    at = stop + 1
+  end
+  local names, skip = {}, #tags[1]
+  for i = 1, 9 do names[i] = string.sub(KEYS[i], skip + 1) end
+  for t = S - U + 1, S do
+    local tag = tags[t]
+    for i = 1, 9 do SHARD_KEYS[#SHARD_KEYS + 1] = tag .. names[i] end
+  end
+end
 local A = 12  -- ARGV[A + 1] is the window
 local K_MULT = KEYS[9 * (S - U) + 1]
 K_ONCE = nil
@@ -245,8 +261,8 @@ for i, e in ipairs(due) do
   table.insert(by_shard[s], i)
 end
 local grants, names = {}, {}
-for s, idx in pairs(by_shard) do
-  use_shard(SHARD_KEYS, s)
+for s_idx, idx in pairs(by_shard) do
+  use_shard(SHARD_KEYS, s_idx)
   local unread = {}
   for _, i in ipairs(idx) do
     if not due[i][3] then unread[#unread + 1] = due[i][2] end
@@ -275,20 +291,24 @@ for s, idx in pairs(by_shard) do
       ukey = redis.call('ZPOPMIN', q)[1]
     end
     if ukey then
-      -- only `due`, `last`, `refetch` are read and `due` or `lease` written: no need to
-      -- unpack the whole record
-      local rec, est = get_rec(host, ukey)
-      local url_due = struct.unpack('<d', rec, URL_DUE_AT)
-      local last = struct.unpack('<d', rec, URL_LAST_AT)
-      local floor = struct.unpack('<d', rec, URL_REFETCH_AT)
-      if isnan(floor) then floor = -INF end
+      -- only `due`, `last`, `refetch` are read and `due` or `lease` written: they are read
+      -- and written in place in the stored entry (lib.lua entry_parts), not unpacked
+      local ukeys = K_URLS .. host
+      local s = redis.call('HGET', ukeys, ukey)
+      local times_at, due_at, counts_at, tail_at = entry_parts(s)
+      local url_due = struct.unpack('<d', s, due_at)
+      local last, floor = NAN, -INF
+      if times_at then last = struct.unpack('<d', s, times_at) end
+      if tail_at then
+        floor = struct.unpack('<d', s, tail_at + 8)  -- refetch after (URL_CTL)
+        if isnan(floor) then floor = -INF end
+      end
       if min_revisit > 0 and not isnan(last) then floor = math.max(floor, last + min_revisit) end
       if floor > now then
         -- held back (minimum revisit, refetch_after): queued again at that time
         url_due = math.max(url_due, floor)
-        rec = string.sub(rec, 1, URL_DUE_AT - 1) .. struct.pack('<d', url_due)
-          .. string.sub(rec, URL_DUE_AT + 8)
-        put_rec(host, ukey, rec, est)
+        redis.call('HSET', ukeys, ukey, string.sub(s, 1, due_at - 1)
+          .. struct.pack('<d', url_due) .. string.sub(s, due_at + 8))
         redis.call('ZADD', q, url_due, ukey)
       else
         local opened = h.gate
@@ -302,15 +322,26 @@ for s, idx in pairs(by_shard) do
         h.flight = h.flight + 1
         local seq = seq0 + j
         local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
-        rec = string.sub(rec, 1, URL_LEASE_AT - 1) .. struct.pack('<I4', seq)
-          .. string.sub(rec, URL_LEASE_AT + 4)
-        put_rec(host, ukey, rec, est)
+        -- the counts with the lease seq (their last field) set; a queued URL's is 0
+        local counts, entry
+        if counts_at then
+          counts = string.sub(s, counts_at, counts_at + 23) .. struct.pack('<I4', seq)
+          entry = string.sub(s, 1, counts_at - 1) .. counts .. string.sub(s, counts_at + 28)
+        else
+          counts = COUNTS_HEAD_ZERO .. struct.pack('<I4', seq)
+          entry = string.char(string.byte(s, 1) + 2) .. string.sub(s, 2, due_at + 7) .. counts
+            .. string.sub(s, due_at + 8)
+        end
+        redis.call('HSET', ukeys, ukey, entry)
         leases[#leases + 1] = seq_s
         leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
         deadlines[#deadlines + 1] = deadline_s
         deadlines[#deadlines + 1] = seq_s
-        grants[i] = string.sub(rec, 1, URL_SIZE)
-          .. struct.pack(GRANT, was_ready, h.mean, seq, s, #host, #ukey, gated)
+        -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT
+        local times = NAN_TIMES
+        if times_at then times = string.sub(s, times_at, times_at + 23) end
+        grants[i] = string.sub(s, 2, ENTRY_HEAD - 1) .. times .. string.sub(s, due_at, due_at + 7)
+          .. counts .. struct.pack(GRANT, was_ready, h.mean, seq, s_idx, #host, #ukey, gated)
         names[i] = host .. ukey
         host_recs[#host_recs + 1] = host
         host_recs[#host_recs + 1] = pack_host(h)

@@ -146,6 +146,19 @@ local function pack_entry(rec, est)
   return string.char(form) .. string.sub(rec, 1, 64) .. times .. string.sub(rec, 89, 96)
     .. counts .. tail .. est
 end
+-- Where a stored entry `s` holds its parts, as 1-based byte positions: the times, the due
+-- time, the counts, the controls' tail (nil: the part is left out, its defaults hold).
+-- For scripts that read or write a field or two in place (lease.lua).
+local function entry_parts(s)
+  local form = string.byte(s, 1)
+  local at, times, counts, tail = ENTRY_HEAD, nil, nil, nil
+  if form % 2 == 1 then times = at; at = at + 24 end
+  local due = at
+  at = at + 8
+  if form % 4 >= 2 then counts = at; at = at + 28 end
+  if form >= 4 then tail = at end
+  return times, due, counts, tail
+end
 -- A URL's full record and estimator state, or nil (unknown URL).
 local function get_rec(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
