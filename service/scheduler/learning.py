@@ -299,7 +299,8 @@ async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
     starts once that much has passed: the URLs not done stay queued.  If the store
     fails midway, the URLs not yet done go back to the queue and the error propagates.
     """
-    with_outcomes, without = ctx.relearn_queue.take()
+    queue = ctx.relearn_queue
+    with_outcomes, without, since = queue.take()
     step = ctx.settings.relearn_batch
     stop_at = math.inf if budget_s is None else time.monotonic() + budget_s
     n = 0
@@ -310,9 +311,9 @@ async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
                     raise _OutOfTime
                 n += await relearn(ctx, urls[k : k + step], outcomes)
             except BaseException as exc:
-                ctx.relearn_queue.add(urls[k:], outcomes)
+                queue.put_back(urls[k:], outcomes, since)
                 if outcomes:
-                    ctx.relearn_queue.add(without, False)
+                    queue.put_back(without, False, since)
                 if isinstance(exc, _OutOfTime):
                     return n
                 raise
@@ -323,12 +324,14 @@ class _OutOfTime(Exception):
     """The budget of a :func:`flush_relearn` call is spent."""
 
 
-async def queue_relearn(ctx: Context, urls: Sequence[str], outcomes: bool) -> None:
+async def queue_relearn(
+    ctx: Context, urls: Sequence[str], outcomes: bool, since: float = math.inf
+) -> None:
     """Queue ``urls`` for :func:`flush_relearn`; flush now when the queue is full
     (``relearn_batch``).  The events are stored already: a store failure while
     flushing leaves the URLs queued for the background task, it does not fail the
-    request."""
-    ctx.relearn_queue.add(urls, outcomes)
+    request.  ``since``: when the oldest event behind them was appended (store's clock)."""
+    ctx.relearn_queue.add(urls, outcomes, since)
     if len(ctx.relearn_queue) >= ctx.settings.relearn_batch:
         try:
             await flush_relearn(ctx)
