@@ -218,7 +218,7 @@ class RedisEvents(RedisDispatch):
         seconds, micros = await self.client.time()
         return max(0.0, seconds + micros / 1e6 - min(oldest) / 1000.0)
 
-    async def _reports(self) -> tuple[float, dict[bytes, tuple[float, float]]]:
+    async def _reports(self) -> tuple[float, dict[bytes | str, tuple[float, float]]]:
         """Redis's clock now, s, and the folders' backlog reports (oldest, until)."""
         seconds, micros = await self.client.time()  # not pipelined: Cluster refuses it
         fields = await self.client.hgetall(self._global.backlog)
