@@ -195,7 +195,7 @@ def create_app(
                 await grpc_server.stop(GRACE_S)
             for task in tasks:
                 task.cancel()
-            _, pending = await asyncio.wait(tasks, timeout=5.0)
+            _, pending = await asyncio.wait(tasks, timeout=5.0) if tasks else (set(), set())
             if pending:
                 log.warning("background tasks did not stop within 5 s; shutting down anyway")
             await context.store.close()
