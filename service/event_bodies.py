@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 
 from service.schemas import MAX_TIMESTAMP
-from service.urls import MAX_URL_LENGTH, canonical_url
+from service.urls import MAX_URL_LENGTH, all_canonical, canonical_url
 
 __all__ = [
     "ClickRow",
@@ -100,6 +100,8 @@ def _times_ok(times: np.ndarray) -> bool:
 
 def _urls_ok(rows: Sequence[SignalRow | ClickRow | CrawlResultRow]) -> bool:
     """Every URL a :data:`~service.schemas.Url`; each row's URL made canonical."""
+    if all_canonical([row.url for row in rows]):
+        return True
     for row in rows:
         url = row.url
         if not 0 < len(url) <= MAX_URL_LENGTH:

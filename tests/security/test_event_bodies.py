@@ -36,6 +36,7 @@ from service.scheduler.idempotency import batch_key
 from service.schemas import ClicksIn, CrawlResultsIn, SignalsIn
 from service.settings import Settings
 from service.store.memory import MemoryStore
+from service.urls import all_canonical, canonical_url
 
 Serve = Callable[..., AbstractContextManager[str]]
 T0 = 1_700_000_000.0
@@ -79,6 +80,7 @@ PALETTE = [
     '"https://' + "a" * 2030 + '.example/"', '"https://' + "a" * 2029 + '.example/"',
     '"https://bücher.example/"', '"https://xn--bcher-kva.example/"', '"https://☃.example/"',
     '"https://shop.example/?"', '"http://user@shop.example/"', '"https://shop.example/#"',
+    '"https://a.example/x\\nhttps://b.example/"', '"https://a.example/\\u00e4"',
 ]  # fmt: skip
 
 
@@ -175,6 +177,29 @@ def test_fast_decoders_accept_only_what_the_models_accept(
         accepted += 1
     assert decode(_body(field, _texts(valid))) is not None
     assert accepted > 50 and refused_by_both > 200, (accepted, refused_by_both, slower)
+
+
+def test_batch_url_check_agrees_with_canonical_url() -> None:
+    """Whatever :func:`all_canonical` passes, :func:`canonical_url` leaves as it is."""
+    rng = random.Random(SEED)
+    alphabet = "aZ0.-/:?#%@ \n\x7f\u00e4h"
+    bases = ["https://a.example/", "http://b-c.example/x?y=1", "https://x.example:8080/p"]
+    passed = 0
+    for _ in range(20_000):
+        urls = []
+        for _ in range(rng.randint(1, 3)):
+            chars = list(rng.choice(bases))
+            for _ in range(rng.randint(0, 3)):
+                at = rng.randrange(len(chars) + 1)
+                if rng.random() < 0.5:
+                    chars.insert(at, rng.choice(alphabet))
+                elif chars:
+                    chars.pop(min(at, len(chars) - 1))
+            urls.append("".join(chars))
+        if all_canonical(urls):
+            passed += 1
+            assert [canonical_url(u) for u in urls] == urls
+    assert passed > 1000
 
 
 def test_idempotency_digest_is_the_same_on_both_paths() -> None:
