@@ -3,8 +3,8 @@
 The stores keep each URL's bounded history (decayed click and signal counts, the
 last ``outcome_window`` crawl outcomes); this module turns it into parameters:
 
-- :func:`queue_relearn` after every event batch, :func:`flush_relearn` every
-  ``relearn_interval_s`` (or when ``relearn_batch`` URLs wait): :func:`relearn`
+- :func:`queue_relearn` after every event batch, :func:`flush_relearn` in each of
+  the fold's rounds (or when ``relearn_batch`` URLs wait): :func:`relearn`
   estimates the queued URLs under their priors; a URL whose parameters moved by
   more than ``relearn_tolerance`` gets them and a new threshold at its host's
   Λ_h, so its due time moves.
@@ -64,7 +64,6 @@ __all__ = [
     "queue_relearn",
     "root_priors",
     "run_learner",
-    "run_relearner",
 ]
 
 
@@ -337,13 +336,6 @@ async def queue_relearn(
             await flush_relearn(ctx)
         except StoreUnavailable:
             pass
-
-
-async def run_relearner(ctx: Context, stop: asyncio.Event | None = None) -> None:
-    """Flush the relearn queue every ``relearn_interval_s`` wall seconds (every API
-    process its own queue; a failed flush leaves the URLs queued)."""
-    interval = ctx.settings.relearn_interval_s
-    await run_leading(ctx, None, interval, flush_relearn, stop, name="relearning")
 
 
 async def learn_pass(ctx: Context) -> int:
