@@ -25,30 +25,30 @@ def batch_key(
     ctx: Context, route: str, key: str | None, items: Sequence[BaseModel | msgspec.Struct]
 ) -> IdempotencyKey | None:
     """The store's name for a batch of ``items`` sent to ``route`` under ``key`` (None
-        without a key), remembered for ``idempotency_s`` wall seconds.  ``items``: pydantic
+    without a key), remembered for ``idempotency_s`` wall seconds.  ``items``: pydantic
     models, or msgspec structs with the same fields in the same order (the same digest).
 
-        Examples
-        --------
-        A digest is 32 hexadecimal digits and depends on route, key and batch alike:
+    Examples
+    --------
+    A digest is 32 hexadecimal digits and depends on route, key and batch alike:
 
-        >>> from service.metrics import Metrics
-        >>> from service.clock import ManualClock
-        >>> from service.schemas import ClickIn
-        >>> from service.settings import Settings
-        >>> from service.store.memory import MemoryStore
-        >>> ctx = Context(MemoryStore(), ManualClock(), Settings(), Metrics())
-        >>> a = [ClickIn(url="https://a.example/", time=1.0)]
-        >>> b = [ClickIn(url="https://a.example/", time=2.0)]
-        >>> k = batch_key(ctx, "click", "k1", a)
-        >>> len(k.digest), k.ttl_s
-        (32, 86400.0)
-        >>> k == batch_key(ctx, "click", "k1", a)
-        True
-        >>> len({k, batch_key(ctx, "click", "k1", b), batch_key(ctx, "signal", "k1", a)})
-        3
-        >>> batch_key(ctx, "click", None, a) is None
-        True
+    >>> from service.metrics import Metrics
+    >>> from service.clock import ManualClock
+    >>> from service.schemas import ClickIn
+    >>> from service.settings import Settings
+    >>> from service.store.memory import MemoryStore
+    >>> ctx = Context(MemoryStore(), ManualClock(), Settings(), Metrics())
+    >>> a = [ClickIn(url="https://a.example/", time=1.0)]
+    >>> b = [ClickIn(url="https://a.example/", time=2.0)]
+    >>> k = batch_key(ctx, "click", "k1", a)
+    >>> len(k.digest), k.ttl_s
+    (32, 86400.0)
+    >>> k == batch_key(ctx, "click", "k1", a)
+    True
+    >>> len({k, batch_key(ctx, "click", "k1", b), batch_key(ctx, "signal", "k1", a)})
+    3
+    >>> batch_key(ctx, "click", None, a) is None
+    True
     """
     if key is None:
         return None
