@@ -175,7 +175,9 @@ def footer(rep: Report) -> str:
         f"of the machine used meanwhile.  The API stopped {rep.api_exit_s:.1f} s after SIGTERM "
         "(served_app kills it after 10 s).  Signals and clicks count when appended; the fold "
         f"(a crawlsched worker with Redis) lagged {rep.fold_lag_end_s:.2f} s when the event "
-        f"phases ended and had folded everything {rep.fold_drain_s:.2f} s later."
+        f"phases ended (crawlsched_fold_lag_seconds: events not folded or their URLs not "
+        f"re-estimated; re-estimation alone {rep.relearn_lag_end_s:.2f} s) and had applied "
+        f"everything {rep.fold_drain_s:.2f} s later."
     )
 
 
@@ -192,7 +194,11 @@ def report_json(rep: Report) -> dict[str, Any]:
         "wall_s": rep.wall_s,
         "api_exit_s": rep.api_exit_s,
         "leases_topped_up": rep.topped_up,
-        "fold": {"lag_when_events_ended_s": rep.fold_lag_end_s, "drain_s": rep.fold_drain_s},
+        "fold": {
+            "lag_when_events_ended_s": rep.fold_lag_end_s,
+            "relearn_lag_when_events_ended_s": rep.relearn_lag_end_s,
+            "drain_s": rep.fold_drain_s,
+        },
         "load": vars(rep.load),
         "memory": None
         if rep.cfg.store != "redis"

@@ -63,9 +63,12 @@ class Report:
     meters: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     api_exit_s: float = 0.0
-    #: After the event phases: the fold lag /metrics showed when they ended (s), and the
-    #: wall s until nothing appended was left to fold (the worker's or the API's fold).
+    #: After the event phases: the fold lag /metrics showed when they ended (s: the age of
+    #: the oldest event not folded or whose URL was not re-estimated yet), its
+    #: re-estimation part, and the wall s until every effect was applied (the worker's
+    #: or the API's fold).
     fold_lag_end_s: float = math.nan
+    relearn_lag_end_s: float = math.nan
     fold_drain_s: float = math.nan
     topped_up: int = 0
     wall_s: float = 0.0
@@ -144,10 +147,11 @@ async def run(cfg: Config, console: Console) -> Report:
             rep.topped_up = await top_up(base, cfg, pool)
             console.log(f"events (b): {len(pool):,} leases to settle")
             await run_events(base, cfg, rep, pool, meter, api_pid)
+            rep.relearn_lag_end_s = (await asyncio.to_thread(_lags, base))[1]
             rep.fold_lag_end_s, rep.fold_drain_s = await fold_drain(base)
             console.log(
-                f"fold: lag {rep.fold_lag_end_s:.2f} s when the events ended, "
-                f"drained {rep.fold_drain_s:.2f} s later"
+                f"fold: lag {rep.fold_lag_end_s:.2f} s when the events ended (re-estimation "
+                f"{rep.relearn_lag_end_s:.2f} s), drained {rep.fold_drain_s:.2f} s later"
             )
             t_stop = time.perf_counter()
         rep.api_exit_s = time.perf_counter() - t_stop
@@ -165,17 +169,27 @@ async def run(cfg: Config, console: Console) -> Report:
     return rep
 
 
-def _fold_lag(base: str) -> float:
-    """``crawlsched_fold_lag_seconds`` as the API's /metrics shows it."""
+def _lags(base: str) -> tuple[float, float]:
+    """``crawlsched_fold_lag_seconds`` (every effect, re-estimation included) and
+    ``crawlsched_relearn_lag_seconds`` (re-estimation only) as the API's /metrics
+    shows them, s."""
+    found: dict[str, float] = {}
     for line in httpx.get(f"{base}/metrics", timeout=30.0).text.splitlines():
-        if line.startswith("crawlsched_fold_lag_seconds "):
-            return float(line.split()[1])
-    raise RuntimeError("the API exports no crawlsched_fold_lag_seconds")
+        name, _, value = line.partition(" ")
+        if name in ("crawlsched_fold_lag_seconds", "crawlsched_relearn_lag_seconds"):
+            found[name] = float(value)
+    if len(found) < 2:
+        raise RuntimeError("the API exports no crawlsched_fold_lag_seconds or relearn lag")
+    return found["crawlsched_fold_lag_seconds"], found["crawlsched_relearn_lag_seconds"]
+
+
+def _fold_lag(base: str) -> float:
+    return _lags(base)[0]
 
 
 async def fold_drain(base: str, timeout_s: float = 300.0) -> tuple[float, float]:
-    """The fold lag now, and the wall s until it is 0 (0 if it is already; NaN after
-    ``timeout_s``)."""
+    """The fold lag now (re-estimation included), and the wall s until it is 0 (0 if it
+    is already; NaN after ``timeout_s``)."""
     first = lag = await asyncio.to_thread(_fold_lag, base)
     t0 = time.perf_counter()
     if lag == 0:

@@ -35,7 +35,7 @@ from service.openapi import install_openapi
 from service.routes import dispatch, events, hosts, ops, urls
 from service.scheduler.context import Context
 from service.scheduler.fold import run_folder
-from service.scheduler.learning import run_learner, run_relearner
+from service.scheduler.learning import run_learner
 from service.scheduler.rescoring import run_rescorer
 from service.settings import Settings, get_settings
 from service.store.base import ControlRules, Store
@@ -176,8 +176,7 @@ def create_app(
             )
             log.info("URLFrontier gRPC on %s:%d", grpc_host, app.state.grpc_port)
         stop = asyncio.Event()
-        # crawl results queue their URLs for re-estimation in this process
-        tasks = {asyncio.create_task(run_relearner(context, stop), name="relearner")}
+        tasks: set[asyncio.Task[None]] = set()
         if settings.store == "memory":  # the embedded default does the worker's work
             tasks |= {
                 asyncio.create_task(run_folder(context, stop), name="fold"),
@@ -196,7 +195,7 @@ def create_app(
                 await grpc_server.stop(GRACE_S)
             for task in tasks:
                 task.cancel()
-            _, pending = await asyncio.wait(tasks, timeout=5.0)
+            _, pending = await asyncio.wait(tasks, timeout=5.0) if tasks else (set(), set())
             if pending:
                 log.warning("background tasks did not stop within 5 s; shutting down anyway")
             await context.store.close()

@@ -52,6 +52,7 @@ __all__ = [
     "ReadCaller",
     "Role",
     "TokenTable",
+    "admits",
     "authenticate",
     "get_tokens",
     "install",
@@ -250,6 +251,19 @@ _bearer = HTTPBearer(
     auto_error=False,
     description="`Authorization: Bearer <token>`; the token's role must admit the route",
 )
+
+
+def admits(tokens: TokenTable, authorization: str | None, role: Role) -> bool:
+    """Whether a request with this ``Authorization`` header passes ``require(role)``
+    (the same reading of the header as :class:`~fastapi.security.HTTPBearer`)."""
+    scheme, credentials = get_authorization_scheme_param(authorization)
+    if not (authorization and scheme and credentials) or scheme.lower() != "bearer":
+        scheme, credentials = "", ""
+    try:
+        found = authenticate(tokens, scheme, credentials)
+    except Unauthenticated:
+        return False
+    return found in (role, Role.ADMIN)
 
 
 def require(role: Role) -> Any:

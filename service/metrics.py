@@ -146,8 +146,15 @@ class Metrics:
         )
         self.fold_lag = Gauge(
             "crawlsched_fold_lag_seconds",
-            "Age of the oldest appended signal or click not yet folded, wall s (max over "
-            "the shards; 0 when none waits)",
+            "Age of the oldest appended event (signal, click, crawl result) whose effects "
+            "are not all applied yet: not folded, or its URL not yet re-estimated, wall s "
+            "(0 when none waits)",
+            registry=self.registry,
+        )
+        self.relearn_lag = Gauge(
+            "crawlsched_relearn_lag_seconds",
+            "Age of the oldest folded event whose URL waits for re-estimation, wall s, "
+            "over the live folders (0 when none waits); part of crawlsched_fold_lag_seconds",
             registry=self.registry,
         )
         self.worker_up = Gauge(

@@ -154,7 +154,10 @@ class Settings(BaseSettings):
         0.1, gt=0, description="re-score a URL when an estimate moved by this fraction"
     )
     relearn_interval_s: float = Field(
-        1.0, gt=0, description="wall s between batches of URLs re-estimated after events"
+        1.0,
+        gt=0,
+        description="unused: the fold's rounds re-estimate (CRAWLSCHED_FOLD_LAG_S); "
+        "accepted so that configurations setting it still load",
     )
     relearn_batch: int = Field(
         2000, ge=1, description="URLs re-estimated per batch; a full queue is flushed at once"

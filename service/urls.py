@@ -10,10 +10,18 @@ information, no fragment and a path of at least ``/``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import idna
 
-__all__ = ["MAX_URL_LENGTH", "URL_PATTERN", "canonical_host", "canonical_url", "host_of"]
+__all__ = [
+    "MAX_URL_LENGTH",
+    "URL_PATTERN",
+    "all_canonical",
+    "canonical_host",
+    "canonical_url",
+    "host_of",
+]
 
 #: Longest URL accepted, characters (the de-facto limit of browsers and sitemaps).
 MAX_URL_LENGTH = 2048
@@ -45,6 +53,10 @@ _URL = re.compile(
 _CANONICAL = re.compile(
     rf"(https?)://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::([1-9][0-9]{{0,4}}))?/[^{_EXCLUDED}#]*(?<!\?)"
 )
+#: Canonical without a port, for :func:`all_canonical`: a line break (excluded from
+#: URLs) separates the URLs of a batch checked in one match.
+_PLAIN = rf"https?://[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?/[^{_EXCLUDED}#]*(?<!\?)"
+_ALL_PLAIN = re.compile(rf"{_PLAIN}(?:\n{_PLAIN})*")
 _BAD_CHARACTER = re.compile(rf"[{_EXCLUDED}]")
 _SCHEME = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://")
 #: Full stops that IDNA reads as label separators (UTS #46, section 4).
@@ -79,6 +91,29 @@ def canonical_url(raw: str) -> str:
     if fast is not None and _port_is_canonical(fast.group(1), fast.group(2)):
         return raw
     return _canonicalise(raw)
+
+
+def all_canonical(urls: Sequence[str]) -> bool:
+    """True when :func:`canonical_url` would return every one of ``urls`` unchanged
+    because each is already canonical, without a port and at most
+    :data:`MAX_URL_LENGTH` long (one match over the batch); False says nothing about
+    the others (check them one by one).
+
+    Examples
+    --------
+    >>> all_canonical(["https://a.example/x", "http://b.example/?q=1"])
+    True
+    >>> all_canonical(["https://a.example/x", "https://A.example/"])
+    False
+    >>> all_canonical(["https://a.example/x\\nhttps://b.example/"])
+    False
+    """
+    if not urls or max(map(len, urls)) > MAX_URL_LENGTH:
+        return not urls
+    joined = "\n".join(urls)
+    if not joined.isascii() or joined.count("\n") != len(urls) - 1:  # a URL holds one
+        return False
+    return _ALL_PLAIN.fullmatch(joined) is not None
 
 
 def _port_is_canonical(scheme: str, port: str | None) -> bool:

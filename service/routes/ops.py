@@ -34,7 +34,9 @@ async def metrics(ctx: CtxDep) -> Response:
     """Prometheus text: λ₀, λ_h of the top hosts, backlog, leases, event counters, the
     fold's lag, whether a worker runs."""
     stats = await ctx.store.stats(ctx.clock, ctx.settings.metrics_top_hosts)
-    ctx.metrics.fold_lag.set(await ctx.store.fold_lag())
+    relearn_lag = await ctx.store.backlog_lag()
+    ctx.metrics.relearn_lag.set(relearn_lag)
+    ctx.metrics.fold_lag.set(max(await ctx.store.fold_lag(), relearn_lag))
     ctx.metrics.worker_up.set(1.0 if await _worker_runs(ctx) else 0.0)
     return Response(ctx.metrics.render(stats), media_type=CONTENT_TYPE_LATEST)
 

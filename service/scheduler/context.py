@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.estimate.hierarchy import GammaPrior, GroupStats
@@ -63,23 +63,47 @@ class LearnCycle:
 
 class RelearnQueue:
     """URLs whose history grew since their estimates were last refreshed, waiting
-    for the next batch (one process's own; the store holds the history itself)."""
+    for the next batch (one process's own; the store holds the history itself), each
+    with the append time of the oldest event that queued it (s on the store's clock,
+    :attr:`~service.store.base.Folded.oldest_at`; +inf when not known)."""
 
     def __init__(self) -> None:
-        self._urls: dict[str, bool] = {}  # URL -> a crawl outcome came in (refit α, θ)
+        # URL -> (a crawl outcome came in: refit α, θ; append time of its oldest event)
+        self._urls: dict[str, tuple[bool, float]] = {}
 
     def __len__(self) -> int:
         return len(self._urls)
 
-    def add(self, urls: Iterable[str], outcomes: bool) -> None:
-        """Queue ``urls``; ``outcomes``: their new history includes crawl outcomes."""
+    def add(self, urls: Iterable[str], outcomes: bool, since: float = math.inf) -> None:
+        """Queue ``urls``; ``outcomes``: their new history includes crawl outcomes;
+        ``since``: when the oldest of the events behind them was appended."""
+        got = self._urls
         for url in urls:
-            self._urls[url] = outcomes or self._urls.get(url, False)
+            old = got.get(url)
+            got[url] = (
+                (outcomes, since) if old is None else (outcomes or old[0], min(since, old[1]))
+            )
 
-    def take(self) -> tuple[list[str], list[str]]:
-        """Empty the queue: (URLs with new outcomes, URLs with new clicks/signals only)."""
+    def take(self) -> tuple[list[str], list[str], dict[str, float]]:
+        """Empty the queue: (URLs with new outcomes, URLs with new clicks/signals only,
+        each URL's ``since``)."""
         items, self._urls = self._urls, {}
-        return [u for u, o in items.items() if o], [u for u, o in items.items() if not o]
+        since = {u: s for u, (_, s) in items.items()}
+        return (
+            [u for u, (o, _) in items.items() if o],
+            [u for u, (o, _) in items.items() if not o],
+            since,
+        )
+
+    def put_back(self, urls: Sequence[str], outcomes: bool, since: Mapping[str, float]) -> None:
+        """Queue again URLs :meth:`take` gave out, with their ``since``."""
+        for url in urls:
+            self.add((url,), outcomes, since.get(url, math.inf))
+
+    def oldest(self) -> float | None:
+        """The earliest ``since`` queued (None: the queue is empty or holds no time)."""
+        first = min((s for _, s in self._urls.values()), default=math.inf)
+        return None if math.isinf(first) else first
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Each batch is validated whole before anything is applied: a bad event makes the 
 batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks are
 accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
-(unknown URL, stale signal) in the metrics.  Crawl results settle their leases at once
+(unknown URL, stale signal) in the metrics.  Events come as the pydantic models of
+:mod:`service.schemas` or as the msgspec rows of :mod:`service.event_bodies` (the same
+fields and values).  Crawl results settle their leases at once
 and are answered per item: a duplicate result, or one for a lease the store does not
 know, is answered and ignored; what must hold at once (the host's back-off or block,
 retirement, redirect targets, ``refetch_after``, the minimum revisit, the host's leases
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from service.errors import InvalidInput
+from service.event_bodies import ClickRow, CrawlResultRow, SignalRow
 from service.scheduler.context import Context
 from service.scheduler.idempotency import batch_key
 from service.scheduler.redirects import redirect_targets
@@ -52,7 +55,7 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
 async def _append(
     ctx: Context,
     kind: EventKind,
-    items: Sequence[SignalIn] | Sequence[ClickIn],
+    items: Sequence[SignalIn | SignalRow] | Sequence[ClickIn | ClickRow],
     key: str | None,
 ) -> BatchOut:
     field = f"{kind.value}s"
@@ -66,7 +69,7 @@ async def _append(
 
 
 async def ingest_signals(
-    ctx: Context, items: Sequence[SignalIn], key: str | None = None
+    ctx: Context, items: Sequence[SignalIn | SignalRow], key: str | None = None
 ) -> BatchOut:
     """Append change-indicating signals; every one is accepted once appended.  The fold
     (:mod:`service.scheduler.fold`) counts them: each moves its URL's due time earlier
@@ -81,7 +84,9 @@ async def ingest_signals(
     return await _append(ctx, EventKind.SIGNAL, items, key)
 
 
-async def ingest_clicks(ctx: Context, items: Sequence[ClickIn], key: str | None = None) -> BatchOut:
+async def ingest_clicks(
+    ctx: Context, items: Sequence[ClickIn | ClickRow], key: str | None = None
+) -> BatchOut:
     """Append requests (clicks) per URL; the fold counts them (``key``: the batch's
     idempotency key).
 
@@ -94,7 +99,7 @@ async def ingest_clicks(ctx: Context, items: Sequence[ClickIn], key: str | None 
 
 
 async def ingest_results(
-    ctx: Context, items: Sequence[CrawlResultIn], key: str | None = None
+    ctx: Context, items: Sequence[CrawlResultIn | CrawlResultRow], key: str | None = None
 ) -> BatchOut:
     """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time
     (under its stored parameters; the fold re-estimates them within ``fold_lag_s``).
@@ -153,7 +158,7 @@ async def ingest_results(
     return _answer(ctx, "crawl_result", statuses)
 
 
-def _retirement(item: CrawlResultIn) -> RetireReason | None:
+def _retirement(item: CrawlResultIn | CrawlResultRow) -> RetireReason | None:
     """Why a result retires its URL: a permanent redirect elsewhere, or ``retire``."""
     if item.status in (301, 308) and item.redirect_to not in (None, item.url):
         return RetireReason.REDIRECT

@@ -13,12 +13,15 @@ in), once however many events it got; :func:`fold_now` then re-estimates the que
 vectorised batches (:func:`~service.scheduler.learning.flush_relearn`).  The fold runs
 every ``fold_lag_s / 2`` wall seconds, in ``crawlsched worker`` with the Redis store and
 in the API process with the memory store (:func:`run_folder`); the metric
-``crawlsched_fold_lag_seconds`` is the age of the oldest event not yet folded.
+``crawlsched_fold_lag_seconds`` is the age of the oldest event whose effects are not all
+applied: not yet folded, or folded and its URL not yet re-estimated
+(``crawlsched_relearn_lag_seconds``, from the folders' reports).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import socket
 
@@ -26,7 +29,7 @@ from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.learning import flush_relearn, queue_relearn
 
-__all__ = ["consumer_name", "fold_now", "fold_step", "run_folder"]
+__all__ = ["consumer_name", "fold_now", "fold_round", "fold_step", "run_folder"]
 
 #: Fold steps one :func:`fold_now` takes at most (it ends earlier once nothing waits).
 _MAX_STEPS = 1000
@@ -62,10 +65,11 @@ async def fold_step(ctx: Context, consumer: str | None = None, *, defer: bool = 
     for urls, outcomes in ((folded.outcomes, True), (folded.touched, False)):
         if not urls:
             continue
+        since = math.inf if folded.oldest_at is None else folded.oldest_at
         if defer:
-            ctx.relearn_queue.add(urls, outcomes)
+            ctx.relearn_queue.add(urls, outcomes, since)
         else:
-            await queue_relearn(ctx, urls, outcomes=outcomes)
+            await queue_relearn(ctx, urls, outcomes=outcomes, since=since)
     return folded.parts
 
 
@@ -95,15 +99,41 @@ async def fold_now(
     return total
 
 
-async def run_folder(ctx: Context, stop: asyncio.Event | None = None) -> None:
-    """:func:`fold_now` every ``fold_lag_s / 4`` wall seconds, re-estimating for at most
-    ``fold_lag_s / 2`` wall seconds per call (every process that runs it folds: the
-    consumer group shares the batches out)."""
-    consumer = consumer_name()
+async def fold_round(ctx: Context, consumer: str, budget_s: float, ttl_s: float) -> int:
+    """One round of the fold loop: fold until nothing waits, queueing the touched URLs,
+    then re-estimate them for at most ``budget_s`` wall seconds.  After the folding and
+    again after the re-estimation, the append time of the oldest event whose URL still
+    waits for re-estimation goes to the store
+    (:meth:`~service.store.base.Store.report_backlog`, holding for ``ttl_s`` wall s):
+    ``crawlsched_fold_lag_seconds`` counts the events folded but not yet applied.
+    Returns the parts folded.
 
-    budget_s = ctx.settings.fold_lag_s / 2
+    Raises
+    ------
+    StoreUnavailable
+        If the store cannot be reached (the URLs not re-estimated stay queued).
+    """
+
+    async def report() -> None:
+        await ctx.store.report_backlog(consumer, ctx.relearn_queue.oldest(), ttl_s)
+
+    try:
+        n = await fold_now(ctx, consumer, relearn=False, relearn_budget_s=budget_s)
+        await report()
+        await flush_relearn(ctx, budget_s)
+        return n
+    finally:
+        await report()
+
+
+async def run_folder(ctx: Context, stop: asyncio.Event | None = None) -> None:
+    """:func:`fold_round` every ``fold_lag_s / 4`` wall seconds, re-estimating for at
+    most ``fold_lag_s / 2`` wall seconds per round, reports holding ``worker_ttl_s``
+    (every process that runs it folds: the consumer group shares the batches out)."""
+    consumer = consumer_name()
+    s = ctx.settings
 
     async def step(c: Context) -> int:
-        return await fold_now(c, consumer, relearn_budget_s=budget_s)
+        return await fold_round(c, consumer, s.fold_lag_s / 2, s.worker_ttl_s)
 
-    await run_leading(ctx, None, ctx.settings.fold_lag_s / 4, step, stop, name="fold")
+    await run_leading(ctx, None, s.fold_lag_s / 4, step, stop, name="fold")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+import msgspec
 from pydantic import BaseModel
 
 from service.scheduler.context import Context
@@ -21,10 +22,11 @@ __all__ = ["batch_key"]
 
 
 def batch_key(
-    ctx: Context, route: str, key: str | None, items: Sequence[BaseModel]
+    ctx: Context, route: str, key: str | None, items: Sequence[BaseModel | msgspec.Struct]
 ) -> IdempotencyKey | None:
     """The store's name for a batch of ``items`` sent to ``route`` under ``key`` (None
-    without a key), remembered for ``idempotency_s`` wall seconds.
+    without a key), remembered for ``idempotency_s`` wall seconds.  ``items``: pydantic
+    models, or msgspec structs with the same fields in the same order (the same digest).
 
     Examples
     --------
@@ -54,6 +56,11 @@ def batch_key(
     for part in (route, key):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
-    rows = [tuple(getattr(item, name) for name in type(item).model_fields) for item in items]
+    rows = [
+        msgspec.structs.astuple(item)
+        if isinstance(item, msgspec.Struct)
+        else tuple(getattr(item, name) for name in type(item).model_fields)
+        for item in items
+    ]
     h.update(repr(rows).encode("utf-8", "surrogateescape"))
     return IdempotencyKey(h.hexdigest(), ctx.settings.idempotency_s)

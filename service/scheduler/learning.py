@@ -3,8 +3,8 @@
 The stores keep each URL's bounded history (decayed click and signal counts, the
 last ``outcome_window`` crawl outcomes); this module turns it into parameters:
 
-- :func:`queue_relearn` after every event batch, :func:`flush_relearn` every
-  ``relearn_interval_s`` (or when ``relearn_batch`` URLs wait): :func:`relearn`
+- :func:`queue_relearn` after every event batch, :func:`flush_relearn` in each of
+  the fold's rounds (or when ``relearn_batch`` URLs wait): :func:`relearn`
   estimates the queued URLs under their priors; a URL whose parameters moved by
   more than ``relearn_tolerance`` gets them and a new threshold at its host's
   Λ_h, so its due time moves.
@@ -64,7 +64,6 @@ __all__ = [
     "queue_relearn",
     "root_priors",
     "run_learner",
-    "run_relearner",
 ]
 
 
@@ -299,7 +298,8 @@ async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
     starts once that much has passed: the URLs not done stay queued.  If the store
     fails midway, the URLs not yet done go back to the queue and the error propagates.
     """
-    with_outcomes, without = ctx.relearn_queue.take()
+    queue = ctx.relearn_queue
+    with_outcomes, without, since = queue.take()
     step = ctx.settings.relearn_batch
     stop_at = math.inf if budget_s is None else time.monotonic() + budget_s
     n = 0
@@ -310,9 +310,9 @@ async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
                     raise _OutOfTime
                 n += await relearn(ctx, urls[k : k + step], outcomes)
             except BaseException as exc:
-                ctx.relearn_queue.add(urls[k:], outcomes)
+                queue.put_back(urls[k:], outcomes, since)
                 if outcomes:
-                    ctx.relearn_queue.add(without, False)
+                    queue.put_back(without, False, since)
                 if isinstance(exc, _OutOfTime):
                     return n
                 raise
@@ -323,24 +323,19 @@ class _OutOfTime(Exception):
     """The budget of a :func:`flush_relearn` call is spent."""
 
 
-async def queue_relearn(ctx: Context, urls: Sequence[str], outcomes: bool) -> None:
+async def queue_relearn(
+    ctx: Context, urls: Sequence[str], outcomes: bool, since: float = math.inf
+) -> None:
     """Queue ``urls`` for :func:`flush_relearn`; flush now when the queue is full
     (``relearn_batch``).  The events are stored already: a store failure while
     flushing leaves the URLs queued for the background task, it does not fail the
-    request."""
-    ctx.relearn_queue.add(urls, outcomes)
+    request.  ``since``: when the oldest event behind them was appended (store's clock)."""
+    ctx.relearn_queue.add(urls, outcomes, since)
     if len(ctx.relearn_queue) >= ctx.settings.relearn_batch:
         try:
             await flush_relearn(ctx)
         except StoreUnavailable:
             pass
-
-
-async def run_relearner(ctx: Context, stop: asyncio.Event | None = None) -> None:
-    """Flush the relearn queue every ``relearn_interval_s`` wall seconds (every API
-    process its own queue; a failed flush leaves the URLs queued)."""
-    interval = ctx.settings.relearn_interval_s
-    await run_leading(ctx, None, interval, flush_relearn, stop, name="relearning")
 
 
 async def learn_pass(ctx: Context) -> int:

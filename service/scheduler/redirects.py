@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from service.event_bodies import CrawlResultRow
 from service.scheduler.context import Context
 from service.scheduler.registry import register
 from service.schemas import CrawlResultIn, UrlIn
@@ -12,7 +13,7 @@ from service.schemas import CrawlResultIn, UrlIn
 __all__ = ["redirect_targets"]
 
 
-async def redirect_targets(ctx: Context, results: Sequence[CrawlResultIn]) -> None:
+async def redirect_targets(ctx: Context, results: Sequence[CrawlResultIn | CrawlResultRow]) -> None:
     """Register the ``redirect_to`` of each result (already accepted) that is not
     registered yet, with the importance W of its source; a known target is left alone."""
     if not results:

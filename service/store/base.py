@@ -339,12 +339,16 @@ class Folded:
     outcomes : list of str
         URLs of the folded crawl results (settled by :meth:`Store.settle`, which
         appended them), each once: the URLs to re-estimate with their crawl outcomes.
+    oldest_at : float or None
+        When the oldest part folded was appended, s on the store's own clock (the one
+        :meth:`Store.backlog_lag` reads); None when nothing was folded.
     """
 
     parts: int
     counts: Mapping[tuple[EventKind, EventStatus], int]
     touched: list[str]
     outcomes: list[str] = field(default_factory=list)
+    oldest_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,6 +524,19 @@ class Store(Protocol):
     async def fold_lag(self) -> float:
         """Age of the oldest appended event not yet folded, wall s (0 when none waits;
         the largest over the shards)."""
+        ...
+
+    async def report_backlog(self, owner: str, oldest_at: float | None, ttl_s: float) -> None:
+        """Say that the folder ``owner`` holds folded events whose effects (the touched
+        URLs' re-estimation) are not applied yet, the oldest appended at ``oldest_at``
+        (s on the store's clock, as :attr:`Folded.oldest_at`; None: nothing waits).
+        The report holds for ``ttl_s`` wall seconds (a folder that stops reporting is
+        forgotten)."""
+        ...
+
+    async def backlog_lag(self) -> float:
+        """Age of the oldest event folded but whose effects are not yet applied, wall s,
+        over the folders' live :meth:`report_backlog` reports (0 when none waits)."""
         ...
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:

@@ -294,7 +294,7 @@ class MemoryStore(MemoryHosts):
         counts: Counter[tuple[EventKind, EventStatus]] = Counter()
         touched: dict[str, None] = {}
         outcomes: dict[str, None] = {}
-        parts = self._log.take(max_parts)
+        parts, oldest_at = self._log.take(max_parts)
         for batch in parts:
             times = batch.times.tolist()
             if batch.kind is EventKind.RESULT:  # settled already: only to re-estimate
@@ -312,13 +312,21 @@ class MemoryStore(MemoryHosts):
                     touched[url] = None
                 if st is EventStatus.STALE:
                     self._urls[url].stale_signals += 1
-        return Folded(len(parts), dict(counts), list(touched), list(outcomes))
+        return Folded(len(parts), dict(counts), list(touched), list(outcomes), oldest_at)
 
     async def stale_signals(self, urls: Sequence[str]) -> list[int]:
         return [0 if (u := self._urls.get(url)) is None else u.stale_signals for url in urls]
 
     async def fold_lag(self) -> float:
         return self._log.lag_s()
+
+    async def report_backlog(self, owner: str, oldest_at: float | None, ttl_s: float) -> None:
+        self._backlogs[owner] = (oldest_at, time.monotonic() + ttl_s)
+
+    async def backlog_lag(self) -> float:
+        now = time.monotonic()
+        live = [at for at, until in self._backlogs.values() if at is not None and until > now]
+        return max(0.0, now - min(live)) if live else 0.0
 
     async def heartbeat(self, owner: str, ttl_s: float) -> None:
         self._worker_until = time.monotonic() + ttl_s

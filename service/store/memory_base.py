@@ -86,6 +86,9 @@ class MemoryBase:
         self._answers: Answers[EventStatus] = Answers()
         self._log = EventLog()  # signals and clicks appended, not yet folded
         self._worker_until = -math.inf  # monotonic s: the end of a worker's last heartbeat
+        # folder -> (append time of its oldest event not yet re-estimated, report's end),
+        # monotonic s
+        self._backlogs: dict[str, tuple[float | None, float]] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def _host(self, name: str, crawl_delay_s: float | None) -> Host:

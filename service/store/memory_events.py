@@ -29,12 +29,14 @@ class EventLog:
     def append(self, batch: EventBatch) -> None:
         self._parts.append((time.monotonic(), batch))
 
-    def take(self, max_parts: int) -> list[EventBatch]:
-        """Remove and return up to ``max_parts`` batches, oldest first."""
+    def take(self, max_parts: int) -> tuple[list[EventBatch], float | None]:
+        """Remove and return up to ``max_parts`` batches, oldest first, and the append
+        time of the first (monotonic s; None when none is taken)."""
         out: list[EventBatch] = []
+        oldest = self._parts[0][0] if self._parts and max_parts > 0 else None
         while self._parts and len(out) < max_parts:
             out.append(self._parts.popleft()[1])
-        return out
+        return out, oldest
 
     def lag_s(self) -> float:
         """Age of the oldest batch, wall s (0 when empty)."""

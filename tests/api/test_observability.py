@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.clock import ManualClock
 from service.logs import configure_structlog, formatter
-from service.scheduler.fold import fold_now, fold_step
+from service.scheduler.fold import fold_now, fold_round, fold_step
 from service.scheduler.learning import learn_once
 
 pytestmark = pytest.mark.anyio
@@ -144,6 +144,29 @@ async def test_the_fold_loop_re_estimates_within_its_budget(
     assert await fold_now(ctx, relearn_budget_s=60.0) == 0
     assert len(ctx.relearn_queue) == 0
     assert (await _samples(api))[("crawlsched_relearned_urls_total", ())] == len(urls)
+
+
+async def test_the_fold_lag_counts_urls_waiting_for_re_estimation(
+    api: httpx.AsyncClient, clock: ManualClock, built_apps: list[FastAPI]
+) -> None:
+    """An event folded whose URL is not yet re-estimated still counts in
+    ``crawlsched_fold_lag_seconds`` (and ``crawlsched_relearn_lag_seconds``): the lag
+    is 0 only once every effect is applied."""
+    assert (await api.post("/urls", json={"urls": [{"url": "https://a.example/x"}]})).is_success
+    click = {"clicks": [{"url": "https://a.example/x", "time": clock.now()}]}
+    assert (await api.post("/click", json=click)).is_success
+    ctx = built_apps[0].state.context
+    assert await fold_round(ctx, "test", budget_s=0.0, ttl_s=60.0) == 1  # no time to re-estimate
+    assert len(ctx.relearn_queue) == 1
+    samples = await _samples(api)
+    relearn_lag = samples[("crawlsched_relearn_lag_seconds", ())]
+    assert relearn_lag > 0
+    assert samples[("crawlsched_fold_lag_seconds", ())] >= relearn_lag
+    assert await fold_round(ctx, "test", budget_s=60.0, ttl_s=60.0) == 0
+    samples = await _samples(api)
+    assert samples[("crawlsched_relearn_lag_seconds", ())] == 0
+    assert samples[("crawlsched_fold_lag_seconds", ())] == 0
+    assert samples[("crawlsched_relearned_urls_total", ())] == 1
 
 
 async def test_the_fold_classifies_events_and_its_lag_is_exported(

@@ -138,3 +138,30 @@ async def test_a_heartbeat_holds_for_its_ttl(store: Store) -> None:
     assert await store.worker_alive()
     await asyncio.sleep(0.35)  # wall time: the TTL is wall seconds
     assert not await store.worker_alive()
+
+
+async def test_folders_report_what_waits_for_re_estimation(store: Store) -> None:
+    """A fold names when its oldest part was appended; a folder's report of the events
+    still waiting for re-estimation ages until it reports nothing, and lapses with its
+    TTL; the lag is that of the oldest live report."""
+    await store.upsert_urls([rec(u) for u in URLS], T0)
+    assert (await store.fold_events("contract", 100, DISCARD_S, DECAY_S, 60.0)).oldest_at is None
+    await store.append_events(batch(EventKind.CLICK, URLS, T0 + 1), None)
+    folded = await store.fold_events("contract", 100, DISCARD_S, DECAY_S, 60.0)
+    assert folded.parts > 0 and folded.oldest_at is not None
+    assert await store.backlog_lag() == 0.0
+    await store.report_backlog("a", folded.oldest_at, 60.0)
+    await store.report_backlog("b", None, 60.0)  # another folder, nothing waiting
+    first = await store.backlog_lag()
+    assert 0.0 <= first < 30.0
+    await asyncio.sleep(0.05)
+    assert await store.backlog_lag() >= first + 0.04  # it ages
+    await store.report_backlog("c", folded.oldest_at + 1000.0, 60.0)  # younger: the oldest counts
+    assert await store.backlog_lag() >= first + 0.04
+    await store.report_backlog("a", None, 60.0)
+    await store.report_backlog("c", None, 60.0)
+    assert await store.backlog_lag() == 0.0
+    await store.report_backlog("d", folded.oldest_at, 0.05)  # a folder that stops reporting
+    assert await store.backlog_lag() > 0.0
+    await asyncio.sleep(0.1)
+    assert await store.backlog_lag() == 0.0

@@ -52,6 +52,11 @@ _COUNTED = (
 _EVENTS_PER_CALL = 512
 
 
+def _entry_ms(entry_id: bytes | str) -> int:
+    """The append time of a stream entry, Redis-clock ms (the first part of its id)."""
+    return int(text(entry_id).split("-")[0])
+
+
 def _chunks(entries: list[tuple[bytes, int]]) -> list[list[bytes]]:
     """The entry ids of one shard in groups of about :data:`_EVENTS_PER_CALL` events."""
     out: list[list[bytes]] = []
@@ -166,9 +171,11 @@ class RedisEvents(RedisDispatch):
                     counts[name] += int(value)
             touched += _urls(answer[6])
             settled += _urls(answer[7])
+        ids = [_entry_ms(i) for entries in taken for i, _ in entries]
         return Folded(
-            parts, dict(counts), list(dict.fromkeys(touched)), list(dict.fromkeys(settled))
-        )
+            parts, dict(counts), list(dict.fromkeys(touched)), list(dict.fromkeys(settled)),
+            min(ids) / 1000.0 if ids else None,
+        )  # fmt: skip
 
     async def _take(
         self, consumer: str, max_parts: int, claim_idle_s: float
@@ -205,11 +212,40 @@ class RedisEvents(RedisDispatch):
         for keys in self._keys:
             pipe.xrange(keys.events, count=1)
         heads = await pipe.execute()
-        oldest = [int(text(h[0][0]).split("-")[0]) for h in heads if h]
+        oldest = [_entry_ms(h[0][0]) for h in heads if h]
         if not oldest:
             return 0.0
         seconds, micros = await self.client.time()
         return max(0.0, seconds + micros / 1e6 - min(oldest) / 1000.0)
+
+    async def _reports(self) -> tuple[float, dict[bytes | str, tuple[float, float]]]:
+        """Redis's clock now, s, and the folders' backlog reports (oldest, until)."""
+        seconds, micros = await self.client.time()  # not pipelined: Cluster refuses it
+        fields = await self.client.hgetall(self._global.backlog)
+        reports = {}
+        for owner, value in fields.items():
+            oldest, until = value.split()
+            reports[owner] = (float(oldest), float(until))
+        return seconds + micros / 1e6, reports
+
+    @unavailable
+    async def report_backlog(self, owner: str, oldest_at: float | None, ttl_s: float) -> None:
+        now, reports = await self._reports()
+        gone = [name for name, (_, until) in reports.items() if until <= now]
+        pipe = self.client.pipeline(transaction=False)
+        if gone:
+            pipe.hdel(self._global.backlog, *gone)
+        if oldest_at is None:
+            pipe.hdel(self._global.backlog, owner)
+        else:
+            pipe.hset(self._global.backlog, owner, f"{oldest_at!r} {now + ttl_s!r}")
+        await pipe.execute()
+
+    @unavailable
+    async def backlog_lag(self) -> float:
+        now, reports = await self._reports()
+        live = [oldest for oldest, until in reports.values() if until > now]
+        return max(0.0, now - min(live)) if live else 0.0
 
     @unavailable
     async def heartbeat(self, owner: str, ttl_s: float) -> None:

@@ -124,6 +124,13 @@ class GlobalKeys:
         heartbeat's TTL (absent: no live worker)."""
         return f"{self.prefix}:{{g}}:worker"
 
+    @property
+    def backlog(self) -> str:
+        """Hash: folder id -> ``"<oldest> <until>"``, Redis-clock s: the append time of
+        the oldest event it folded whose URL waits for re-estimation, and the end of the
+        report (fields past their end are ignored and dropped)."""
+        return f"{self.prefix}:{{g}}:backlog"
+
     def leader(self, role: str) -> str:
         """String: the API process that holds ``role`` (e.g. the rescorer), with a TTL."""
         return f"{self.prefix}:{{g}}:lead:{role}"
