@@ -170,7 +170,11 @@ class Settings(BaseSettings):
     )
     metrics_top_hosts: int = Field(20, ge=0, description="hosts whose λ_h /metrics exports")
     fold_lag_s: float = Field(
-        1.0, gt=0, le=3600, description="wall s: appended signals and clicks are folded this often"
+        1.0,
+        gt=0,
+        le=3600,
+        description="wall s: the lag the fold aims at; it runs every quarter of it and "
+        "re-estimates for at most half of it per round",
     )
     fold_batch: int = Field(
         64, ge=1, description="appended batches per shard one fold step reads at most"

@@ -11,11 +11,12 @@ applies the signals' and clicks' counts and due-time moves
 URL whose history grew for re-estimation (with its crawl outcomes when a result came
 in), once however many events it got; :func:`fold_now` then re-estimates the queue in
 vectorised batches (:func:`~service.scheduler.learning.flush_relearn`).  The fold runs
-every ``fold_lag_s / 2`` wall seconds, in ``crawlsched worker`` with the Redis store and
-in the API process with the memory store (:func:`run_folder`); the metric
-``crawlsched_fold_lag_seconds`` is the age of the oldest event whose effects are not all
-applied: not yet folded, or folded and its URL not yet re-estimated
-(``crawlsched_relearn_lag_seconds``, from the folders' reports).
+every ``fold_lag_s / 4`` wall seconds (re-estimating for at most ``fold_lag_s / 2``),
+in ``crawlsched worker`` with the Redis store and in the API process with the memory
+store (:func:`run_folder`); the metric ``crawlsched_fold_lag_seconds`` is the age of
+the oldest event whose effects are not all applied: not yet folded, or folded and its
+URL not yet re-estimated (``crawlsched_relearn_lag_seconds``, from the folders'
+reports).
 """
 
 from __future__ import annotations
