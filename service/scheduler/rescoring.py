@@ -4,60 +4,69 @@ A URL's due time is ``t_last + ι(Λ_h) − β·n`` with ι computed for the Λ_
 moment; when Λ_h moves by more than ``rescore_tolerance`` the host's URLs are
 re-thresholded, host by host, in the background.
 
-A pass goes in slices of whole hosts, about ``rescore_slice`` URLs each: read, search
-and write back, then the event loop serves what waits before the next slice (with the
-embedded store the pass shares the API's event loop; a slice's search runs inline, as
-a thread would hold the interpreter lock for most of it anyway).  Hosts are
-independent, so the slices decide exactly what one pass over all of them would.
+A pass reads and writes back in slices of whole hosts, about ``rescore_slice`` URLs
+each, and the process serves what waits between slices (with the embedded store the
+pass shares the API's event loop, and these steps are Python work on its records).
+The search between them runs on the whole pass at once, in a thread when it is large
+(numpy and scipy release the interpreter lock over large arrays, so it overlaps the
+requests).  Hosts and rows are independent, so the slices decide exactly what one
+read, one search and one write-back of all the hosts would.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+
+import numpy as np
 
 from scheduler_core.params import UrlParams
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.scoring import thresholds
+from service.store.columns import RescoreColumns
 
-__all__ = ["rescore_once", "rescore_hosts", "run_rescorer"]
+__all__ = ["rescore_once", "run_rescorer"]
 
-
-async def rescore_hosts(ctx: Context, hosts: Sequence[tuple[str, float]]) -> int:
-    """Re-threshold the URLs of ``hosts`` ((host, Λ_h) pairs, Λ_h in W·s) in one slice:
-    their columns read (:meth:`~service.store.base.Store.rescore_columns`), the
-    thresholds searched, the columns written back
-    (:meth:`~service.store.base.Store.set_rescored`); returns URLs rescored."""
-    cols = await ctx.store.rescore_columns(hosts)
-    if not len(cols):
-        return 0
-    p = cols.params
-    params = UrlParams.create(
-        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
-    )
-    thr = thresholds(params, cols.row_lambdas(), ctx.settings.value_terms, p[:, 4])
-    await asyncio.sleep(0)  # requests first, then the write-back
-    await ctx.store.set_rescored(cols, thr)
-    ctx.metrics.rescored.inc(len(cols))
-    return len(cols)
+#: Passes of at least this many URLs search in a thread; smaller ones inline, where
+#: the hand-off costs more than it frees.
+_THREAD_MIN = 2048
 
 
 async def rescore_once(ctx: Context) -> int:
     """One pass over the hosts whose threshold drifted (at most ``rescore_batch``
-    URLs), in slices of about ``rescore_slice`` URLs (:func:`rescore_hosts`) with the
-    event loop free between them; returns URLs rescored."""
+    URLs); returns URLs rescored.  The hosts' URLs come and go as columns
+    (:meth:`~service.store.base.Store.rescore_columns`,
+    :meth:`~service.store.base.Store.set_rescored`), in slices of about
+    ``rescore_slice`` URLs with the event loop free between them."""
     s = ctx.settings
     stale = await ctx.store.hosts_needing_rescore(s.rescore_tolerance, s.rescore_batch)
-    total, k, take = 0, 0, 1
+    slices: list[RescoreColumns] = []
+    k, take = 0, 1
     while k < len(stale):
         part = stale[k : k + take]
         k += len(part)
-        n = await rescore_hosts(ctx, part)
-        total += n
+        cols = await ctx.store.rescore_columns(part)
+        slices.append(cols)
         # the next slice's host count from this one's URLs per host
-        take = max(1, round(s.rescore_slice * len(part) / n)) if n else 2 * take
+        take = max(1, round(s.rescore_slice * len(part) / len(cols))) if len(cols) else 2 * take
         await asyncio.sleep(0)
+    total = sum(len(c) for c in slices)
+    if not total:
+        return 0
+    p = np.concatenate([c.params for c in slices])
+    params = UrlParams.create(
+        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
+    )
+    lambdas = np.concatenate([c.row_lambdas() for c in slices])
+    args = (params, lambdas, s.value_terms, p[:, 4])
+    # a large search in a thread: numpy and scipy release the GIL over large arrays
+    thr = await asyncio.to_thread(thresholds, *args) if total >= _THREAD_MIN else thresholds(*args)
+    k = 0
+    for cols in slices:
+        await asyncio.sleep(0)
+        await ctx.store.set_rescored(cols, thr[k : k + len(cols)])
+        k += len(cols)
+    ctx.metrics.rescored.inc(total)
     return total
 
 
