@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     )
     rescore_interval_s: float = Field(0.25, gt=0, description="wall s between rescoring passes")
     rescore_batch: int = Field(20_000, ge=1, description="URLs rescored per pass at most")
+    rescore_slice: int = Field(
+        256, ge=1, description="URLs a rescoring pass handles between turns of serving requests"
+    )
     estimate_decay_s: float = Field(
         30 * DAY_S, gt=0, description="time constant of the decayed click and signal counts, s"
     )

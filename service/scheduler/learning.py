@@ -372,7 +372,9 @@ async def learn_pass(ctx: Context) -> int:
         names = np.array([u.prior.label or "" for u in states])
         for label in set(names.tolist()) - {""}:
             cycle.labels[label] = cycle.labels.get(label, GroupStats()) + mem.stats(names == label)
-        rescored += await apply(ctx, await learn(ctx, states))
+        learned = await learn(ctx, states)
+        await asyncio.sleep(0)  # serve what waits, then write back (in process: one loop)
+        rescored += await apply(ctx, learned)
     if cycle.done:
         # the sums: W, γ, α and θ over the URLs of every host (of each label)
         groups = {label_key(k): v.to_tuple() for k, v in cycle.labels.items()}

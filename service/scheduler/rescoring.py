@@ -3,38 +3,71 @@
 A URL's due time is ``t_last + ι(Λ_h) − β·n`` with ι computed for the Λ_h of the
 moment; when Λ_h moves by more than ``rescore_tolerance`` the host's URLs are
 re-thresholded, host by host, in the background.
+
+A pass reads and writes back in slices of whole hosts, about ``rescore_slice`` URLs
+each, and the process serves what waits between slices (with the embedded store the
+pass shares the API's event loop, and these steps are Python work on its records).
+The search between them runs on the whole pass at once, in a thread when it is large
+(numpy and scipy release the interpreter lock over large arrays, so it overlaps the
+requests).  Hosts and rows are independent, so the slices decide exactly what one
+read, one search and one write-back of all the hosts would.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import numpy as np
+
 from scheduler_core.params import UrlParams
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.scoring import thresholds
+from service.store.columns import RescoreColumns
 
 __all__ = ["rescore_once", "run_rescorer"]
 
+#: Passes of at least this many URLs search in a thread; smaller ones inline, where
+#: the hand-off costs more than it frees.
+_THREAD_MIN = 2048
+
 
 async def rescore_once(ctx: Context) -> int:
-    """One pass over the hosts whose threshold drifted; returns URLs rescored.  The
-    hosts' URLs come and go as columns (:meth:`~service.store.base.Store.rescore_columns`,
-    :meth:`~service.store.base.Store.set_rescored`)."""
+    """One pass over the hosts whose threshold drifted (at most ``rescore_batch``
+    URLs); returns URLs rescored.  The hosts' URLs come and go as columns
+    (:meth:`~service.store.base.Store.rescore_columns`,
+    :meth:`~service.store.base.Store.set_rescored`), in slices of about
+    ``rescore_slice`` URLs with the event loop free between them."""
     s = ctx.settings
     stale = await ctx.store.hosts_needing_rescore(s.rescore_tolerance, s.rescore_batch)
-    if not stale:
+    slices: list[RescoreColumns] = []
+    k, take = 0, 1
+    while k < len(stale):
+        part = stale[k : k + take]
+        k += len(part)
+        cols = await ctx.store.rescore_columns(part)
+        slices.append(cols)
+        # the next slice's host count from this one's URLs per host
+        take = max(1, round(s.rescore_slice * len(part) / len(cols))) if len(cols) else 2 * take
+        await asyncio.sleep(0)
+    total = sum(len(c) for c in slices)
+    if not total:
         return 0
-    cols = await ctx.store.rescore_columns(stale)
-    p = cols.params
+    p = np.concatenate([c.params for c in slices])
     params = UrlParams.create(
         weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
     )
-    # numpy/scipy release the GIL: keep the event loop responsive on big passes
-    thr = await asyncio.to_thread(thresholds, params, cols.row_lambdas(), s.value_terms, p[:, 4])
-    await ctx.store.set_rescored(cols, thr)
-    ctx.metrics.rescored.inc(len(cols))
-    return len(cols)
+    lambdas = np.concatenate([c.row_lambdas() for c in slices])
+    args = (params, lambdas, s.value_terms, p[:, 4])
+    # a large search in a thread: numpy and scipy release the GIL over large arrays
+    thr = await asyncio.to_thread(thresholds, *args) if total >= _THREAD_MIN else thresholds(*args)
+    k = 0
+    for cols in slices:
+        await asyncio.sleep(0)
+        await ctx.store.set_rescored(cols, thr[k : k + len(cols)])
+        k += len(cols)
+    ctx.metrics.rescored.inc(total)
+    return total
 
 
 async def run_rescorer(ctx: Context, stop: asyncio.Event | None = None) -> None:
