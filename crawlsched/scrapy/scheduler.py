@@ -1,56 +1,12 @@
 """A Scrapy scheduler that takes its requests from crawlsched's ``/next``.
 
-Settings (a Scrapy project's ``settings.py``)::
-
-    SCHEDULER = "crawlsched.scrapy.Scheduler"
-    CRAWLSCHED_URL = "http://127.0.0.1:8000"
-    CRAWLSCHED_TOKEN = "..."            # optional bearer token
-    CRAWLSCHED_RATE_PER_S = None        # crawl budget, leases per clock s (None: no cap)
-    CRAWLSCHED_BATCH = None             # leases held at once (default CONCURRENT_REQUESTS)
-    CRAWLSCHED_POLL_S = 0.05            # wall s between polls of /next when it had nothing
-    CRAWLSCHED_IDLE_CLOSE_S = None      # close after /next gave nothing this long (wall s)
-    CRAWLSCHED_POLITENESS_SLOTS = True  # space each host's requests by its crawl delay
-    CRAWLSCHED_POLITENESS_MARGIN_S = 0.05  # ... plus this (wall s), for network jitter
-    CRAWLSCHED_TEMPLATES = 100_000      # found requests whose callback and meta are kept
-    CRAWLSCHED_VALIDATORS = 1_000_000   # URLs whose ETag/Last-Modified/digest are kept
-    CRAWLSCHED_DUPEFILTER_MEMO = 1_000_000  # URLs this process registered, not re-sent
-
-What goes where:
-
-- A request the spider yields (start request or link) is **registered** with the
-  service (``POST /urls`` with ``keep_known``: a URL already registered is left as
-  it is).  It is not fetched now: the service decides when, and hands it out later
-  under a lease.  ``request.meta["crawlsched"]`` may carry registration fields
-  (``weight``, ``change_rate``, ``label``, ``crawl_delay_s``...).  Its callback,
-  errback, ``cb_kwargs`` and meta are kept (in memory, for the last
-  ``CRAWLSCHED_TEMPLATES`` URLs) for when its lease comes; otherwise the lease is
-  fetched with the spider's ``parse``.
-- A lease from ``/next`` becomes a request with ``If-None-Match`` /
-  ``If-Modified-Since`` from the previous copy, handed to the engine through
-  :meth:`scrapy.core.engine.ExecutionEngine.crawl` (which wakes the engine).
-- Each leased fetch is **reported** (``POST /crawl-result``) when its response is
-  downloaded (signal ``response_downloaded``, before any middleware turns it into
-  a retry or a redirect): its status, the service-clock time, and "changed" from
-  :class:`~crawlsched.scrapy.changes.ChangeDetector` (304: unchanged).  A 429's or
-  5xx's ``Retry-After`` goes with it as ``retry_after_s`` (on the service's clock:
-  wall seconds times its rate), so the service blocks the host that long.  A fetch
-  that got no response is reported with status 0.  A retry Scrapy schedules for a
-  leased request is dropped: the service retries failed fetches itself.
-- **Politeness**: the service leases a host's URLs no faster than its crawl delay;
-  with ``ROBOTSTXT_OBEY`` the robots.txt ``Crawl-delay`` of each host is registered
-  with the service, and each host's Scrapy download slot gets that delay (in wall
-  seconds: clock seconds over the service's clock rate) plus a margin for the
-  jitter of the requests' trips, concurrency 1 and no random spread, so that
-  fetches stay spaced however late their leases are served.
-
-The HTTP calls (:class:`crawlsched.AsyncClient`) run as tasks on the asyncio event
-loop under Twisted's asyncio reactor (Scrapy's default since 2.13): they never
-block the reactor, and ``next_request`` only pops a local queue that a polling
-task fills.  The scheduler refuses to open under another reactor (a synchronous
-call per batch would stall every download for a round trip).  Leases waiting in a
-download slot hold Scrapy's shutdown up to their host's crawl delay, as any
-``DOWNLOAD_DELAY`` does; leases queued but not fetched when the spider closes lapse
-at their deadline and the service hands their URLs out again.
+``SCHEDULER = "crawlsched.scrapy.Scheduler"`` and ``CRAWLSCHED_URL`` in a Scrapy
+project's settings.  A request the spider yields is registered with the service, not
+fetched; leases from ``/next`` become requests (conditional on the previous copy),
+handed to the engine; each leased fetch is reported as a crawl result when its
+response is downloaded; each host's download slot is spaced by its crawl delay.  The
+HTTP calls run as tasks on Twisted's asyncio reactor, never blocking it.  Every
+setting and the whole flow: ``docs/scrapy.md``.
 """
 
 from __future__ import annotations
