@@ -43,6 +43,7 @@ __all__ = [
     "given_priors_many",
     "prior_chain",
     "to_params",
+    "windows_end_to_end",
 ]
 
 Prior4 = dict[str, GammaPrior]
@@ -63,6 +64,17 @@ URL_THETA_SHAPE = 1.25
 #: oracle's crawls (`python bench/learning_gap.py --world "web per_url" --urls 200
 #: --classes`).
 URL_ALPHA_SHAPE = 1.25
+
+
+def windows_end_to_end(
+    windows: Sequence[Sequence[tuple[float, int, bool]]],
+) -> tuple[FloatArray, FloatArray, NDArray[np.bool_], NDArray[np.int64]]:
+    """Outcome windows, (τ s, n, changed) per outcome and a sequence of them per URL,
+    laid end to end as :meth:`History.from_windows` takes them: τ, n and changed, shape
+    (N,) each, and each URL's count of outcomes, shape (m,)."""
+    counts = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
+    flat = np.array([r for w in windows for r in w], dtype=np.float64).reshape(-1, 3)
+    return flat[:, 0].copy(), flat[:, 1].copy(), flat[:, 2] != 0, counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,25 +112,50 @@ class History:
         ParameterError
             If the lengths differ.
         """
-        m = len(clicks)
-        if not (len(signals) == len(exposure) == len(outcomes) == m):
+        if len(outcomes) != len(clicks):
             raise ParameterError("`clicks`, `signals`, `exposure`, `outcomes` differ in length")
-        k = max((len(o) for o in outcomes), default=0)
-        tau = np.ones((m, k))
-        n = np.zeros((m, k))
+        return cls.from_windows(clicks, signals, exposure, *windows_end_to_end(outcomes))
+
+    @classmethod
+    def from_windows(
+        cls,
+        clicks: Sequence[float] | FloatArray,
+        signals: Sequence[float] | FloatArray,
+        exposure: Sequence[float] | FloatArray,
+        tau: FloatArray,
+        n: FloatArray,
+        changed: NDArray[np.bool_],
+        counts: NDArray[np.int64],
+    ) -> History:
+        """Arrays from the URLs' outcome windows laid end to end: ``tau`` (s), ``n`` and
+        ``changed``, shape (N,) each, the first ``counts[0]`` rows the first URL's
+        (oldest first), and so on; ``counts`` shape (m,), summing to N.  Padded to the
+        longest window.
+
+        Raises
+        ------
+        ParameterError
+            If the lengths differ.
+        """
+        m = len(clicks)
+        total = int(counts.sum()) if counts.size else 0
+        if not (len(signals) == len(exposure) == counts.size == m):
+            raise ParameterError("`clicks`, `signals`, `exposure`, `outcomes` differ in length")
+        if not (tau.shape == n.shape == changed.shape == (total,)):
+            raise ParameterError("`tau`, `n` and `changed` must have shape (counts.sum(),)")
+        k = int(counts.max()) if m else 0
+        row = np.repeat(np.arange(m), counts)
+        col = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        tau_w = np.ones((m, k))
+        n_w = np.zeros((m, k))
         z = np.zeros((m, k), dtype=bool)
         mask = np.zeros((m, k), dtype=bool)
-        for i, rows in enumerate(outcomes):
-            if rows:
-                arr = np.asarray(rows, dtype=np.float64)
-                j = len(rows)
-                tau[i, :j], n[i, :j], z[i, :j] = arr[:, 0], arr[:, 1], arr[:, 2] != 0
-                mask[i, :j] = True
+        tau_w[row, col], n_w[row, col], z[row, col], mask[row, col] = tau, n, changed, True
         return cls(
             np.asarray(clicks, dtype=np.float64),
             np.asarray(signals, dtype=np.float64),
             np.asarray(exposure, dtype=np.float64),
-            tau, n, z, mask,
+            tau_w, n_w, z, mask,
         )  # fmt: skip
 
     @property

@@ -24,6 +24,7 @@ from service.scheduler.learning import flush_relearn, history_of, priors_of
 from service.scheduler.scoring import effective_elapsed, freshness_at, params_of, values_at
 from service.schemas import EstimateOut, LearningOut, UrlExplanation
 from service.store.base import HostState, UrlState
+from service.store.estimate_columns import estimate_table
 
 __all__ = ["SENTENCES", "Facts", "due_reason", "explain_url"]
 
@@ -326,7 +327,7 @@ async def _learning(ctx: Context, state: UrlState) -> LearningOut:
         "alpha": float(p.unsignalled_change_rate[0]),
         "theta": -math.log1p(-float(p.precision[0])) if p.precision[0] < 1 else math.inf,
     }
-    h = history_of([state], ctx.clock.now(), ctx.settings.estimate_decay_s)
+    h = history_of(estimate_table([state]), ctx.clock.now(), ctx.settings.estimate_decay_s)
     evidence = {
         "weight": float(h.clicks[0]),
         "signal_rate": float(h.signals[0]),

@@ -40,13 +40,15 @@ from scheduler_core.estimate.learn import (
 )
 from scheduler_core.estimate.members import members
 from scheduler_core.estimate.rates import decayed_count, decayed_exposure
+from scheduler_core.params import UrlParams
 from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.priors import stack_priors
-from service.scheduler.scoring import freshness_at, params_of, thresholds
+from service.scheduler.scoring import freshness_at, thresholds
 from service.settings import Settings
-from service.store.base import ScoredParams, UrlPrior, UrlState
+from service.store.base import ScoredParams, UrlPrior
+from service.store.estimate_columns import EstimateColumns, estimate_table
 
 __all__ = [
     "GLOBAL_KEY",
@@ -104,20 +106,16 @@ def root_priors(s: Settings) -> Prior4:
     }
 
 
-def history_of(states: Sequence[UrlState], now: float, decay_s: float) -> History:
-    """The estimators' view of stored URLs at ``now``."""
-    obs = [s.observations for s in states]
-    nan = math.nan
-    clicks = decayed_count(
-        [o.click_mass for o in obs], [nan if o.click_ref is None else o.click_ref for o in obs],
-        now, decay_s,
+def history_of(cols: EstimateColumns, now: float, decay_s: float) -> History:
+    """The estimators' view of URLs (:meth:`~service.store.base.Store.estimate_columns`)
+    at ``now``."""
+    clicks = decayed_count(cols.clicks[:, 0], cols.clicks[:, 1], now, decay_s)
+    signals = decayed_count(cols.signals[:, 0], cols.signals[:, 1], now, decay_s)
+    exposure = decayed_exposure(cols.params[:, 5], now, decay_s)
+    return History.from_windows(
+        clicks, signals, exposure, cols.outcome_tau, cols.outcome_n, cols.outcome_changed,
+        cols.outcome_counts,
     )  # fmt: skip
-    signals = decayed_count(
-        [o.signal_mass for o in obs], [nan if o.signal_ref is None else o.signal_ref for o in obs],
-        now, decay_s,
-    )  # fmt: skip
-    exposure = decayed_exposure([s.registered_at for s in states], now, decay_s)
-    return History.create(clicks, signals, exposure, [o.outcomes for o in obs])
 
 
 async def _groups(ctx: Context, keys: Sequence[str]) -> dict[str, GroupStats]:
@@ -205,9 +203,10 @@ async def priors_of(ctx: Context, hosts: Sequence[str], given: Sequence[UrlPrior
 
 @dataclass(frozen=True, slots=True)
 class Learned:
-    """Estimates of stored URLs with the priors they came from."""
+    """Estimates of stored URLs (the non-fixed rows of what was read) with the priors
+    they came from."""
 
-    states: list[UrlState]
+    columns: EstimateColumns
     priors: Priors
     estimates: Estimates
 
@@ -217,30 +216,36 @@ def empty_history(m: int) -> History:
     return History.create([0.0] * m, [0.0] * m, [0.0] * m, [()] * m)
 
 
-async def learn(ctx: Context, states: Sequence[UrlState], outcomes: bool = True) -> Learned:
-    """Estimate the (non-fixed) URLs ``states`` at the clock's now; without
+def _stored_params(cols: EstimateColumns) -> UrlParams:
+    p = cols.params
+    return UrlParams.create(
+        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
+    )
+
+
+async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Learned:
+    """Estimate the (non-fixed) URLs of ``cols`` at the clock's now; without
     ``outcomes`` only W and γ (α and θ stay as stored: clicks and signals bring no
     crawl outcome)."""
-    learnable = [u for u in states if not u.prior.fixed]
-    given = [u.prior for u in learnable]
-    priors = await priors_of(ctx, [u.host for u in learnable], given)
-    history = history_of(learnable, ctx.clock.now(), ctx.settings.estimate_decay_s)
+    fixed = cols.fixed
+    if fixed.any():
+        cols = cols.take(np.flatnonzero(~fixed))
+    priors = await priors_of(ctx, cols.hosts, cols.priors)
+    history = history_of(cols, ctx.clock.now(), ctx.settings.estimate_decay_s)
     known = None
-    if not outcomes and learnable:
-        p = params_of(learnable)
+    if not outcomes and len(cols):
+        p = _stored_params(cols)
         precision = np.minimum(p.precision, 1.0 - 1e-16)
         known = (p.unsignalled_change_rate, -np.log1p(-precision))
-    est = await _compute(len(learnable), estimate, history, priors, known)
-    return Learned(learnable, priors, est)
+    est = await _compute(len(cols), estimate, history, priors, known)
+    return Learned(cols, priors, est)
 
 
-def _moved(states: Sequence[UrlState], est: Estimates, tolerance: float) -> np.ndarray:
+def _moved(cols: EstimateColumns, est: Estimates, tolerance: float) -> np.ndarray:
     """True where any parameter moved by more than ``tolerance`` (relative; recall
     in absolute terms)."""
     p = est.params
-    old = np.array(
-        [(u.weight, u.change_rate, u.recall, u.false_signal_rate) for u in states]
-    ).reshape(-1, 4)
+    old = cols.params[:, :4]
     new = np.stack([p.weight, p.change_rate, p.recall, p.false_signal_rate], axis=1)
     rel = np.abs(new - old) / np.maximum(np.maximum(np.abs(old), np.abs(new)), 1e-300)
     rel[:, 2] = np.abs(new[:, 2] - old[:, 2])
@@ -250,30 +255,31 @@ def _moved(states: Sequence[UrlState], est: Estimates, tolerance: float) -> np.n
 async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
     """Write the estimates that moved (all with ``force``) with thresholds at their
     hosts' Λ_h; returns how many URLs were re-scored."""
-    states, est = learned.states, learned.estimates
-    if not states:
+    cols, est = learned.columns, learned.estimates
+    if not len(cols):
         return 0
-    moved = np.ones(len(states), dtype=bool)
+    moved = np.ones(len(cols), dtype=bool)
     if not force:
-        moved = _moved(states, est, ctx.settings.relearn_tolerance)
+        moved = _moved(cols, est, ctx.settings.relearn_tolerance)
     idx = np.flatnonzero(moved)
     if idx.size == 0:
         return 0
-    hosts = [states[i].host for i in idx]
+    rows = idx.tolist()
+    hosts = [cols.hosts[i] for i in rows]
     lam_of = await ctx.store.host_thresholds(sorted(set(hosts)))
     lambdas = np.array([lam_of[h] for h in hosts])
     params = est.params.take(idx)
-    previous = [states[i].threshold_s for i in idx]
+    previous = cols.params[idx, 4]
     terms = ctx.settings.value_terms
     thr = await _compute(int(idx.size), thresholds, params, lambdas, terms, previous)
     columns = (
         params.weight, params.change_rate, params.recall, params.false_signal_rate,
         params.signal_time_equivalent, thr,
     )  # fmt: skip
-    rows = zip(*(np.asarray(c, dtype=np.float64).tolist() for c in columns), strict=True)
+    values = zip(*(np.asarray(c, dtype=np.float64).tolist() for c in columns), strict=True)
     by_host: dict[str, dict[str, ScoredParams]] = defaultdict(dict)
-    for i, row in zip(idx.tolist(), rows, strict=True):
-        by_host[states[i].host][states[i].url] = ScoredParams(*row)
+    for i, host, row in zip(rows, hosts, values, strict=True):
+        by_host[host][cols.urls[i]] = ScoredParams(*row)
     await ctx.store.set_params_many([(h, items, lam_of[h]) for h, items in by_host.items()])
     ctx.metrics.relearned.inc(int(idx.size))
     return int(idx.size)
@@ -285,8 +291,8 @@ async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> i
     re-scored."""
     if not urls:
         return 0
-    states = [u for u in await ctx.store.get_urls(sorted(set(urls))) if u is not None]
-    return await apply(ctx, await learn(ctx, states, outcomes))
+    cols = await ctx.store.estimate_columns(sorted(set(urls)))
+    return await apply(ctx, await learn(ctx, cols, outcomes))
 
 
 async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:
@@ -363,7 +369,8 @@ async def learn_pass(ctx: Context) -> int:
             continue
         seen += len(states)
         cycle.add_freshness(np.array([u.weight for u in states]), freshness_at(states, now))
-        history = history_of(states, now, s.estimate_decay_s)
+        cols = estimate_table(states)
+        history = history_of(cols, now, s.estimate_decay_s)
         # off the event loop (a pass is background work), one host at a time
         mem = await asyncio.to_thread(members, history, cycle.theta_prior, s.estimate_decay_s)
         own = mem.stats()
@@ -372,7 +379,7 @@ async def learn_pass(ctx: Context) -> int:
         names = np.array([u.prior.label or "" for u in states])
         for label in set(names.tolist()) - {""}:
             cycle.labels[label] = cycle.labels.get(label, GroupStats()) + mem.stats(names == label)
-        learned = await learn(ctx, states)
+        learned = await learn(ctx, cols)
         await asyncio.sleep(0)  # serve what waits, then write back (in process: one loop)
         rescored += await apply(ctx, learned)
     if cycle.done:

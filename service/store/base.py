@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from service.store.columns import LeaseColumns, RescoreColumns
+    from service.store.estimate_columns import EstimateColumns
 
 __all__ = [
     "BLOCK_CODES",
@@ -420,6 +421,13 @@ class Store(Protocol):
 
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
         """Snapshots of the named URLs (None where unknown)."""
+        ...
+
+    async def estimate_columns(self, urls: Sequence[str]) -> EstimateColumns:
+        """What re-estimation reads of the named URLs, as columns
+        (:class:`~service.store.estimate_columns.EstimateColumns`: their parameters,
+        threshold, decayed counts and outcome windows, without a snapshot per URL); the
+        known ones, in the order asked."""
         ...
 
     async def get_host(self, host: str, now: float) -> HostState | None:

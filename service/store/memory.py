@@ -31,6 +31,7 @@ from service.store.base import (
     UrlState,
 )
 from service.store.columns import RescoreColumns, rescore_table
+from service.store.estimate_columns import EstimateColumns, estimate_table
 from service.store.host_pages import is_blocked
 from service.store.memory_hosts import MemoryHosts
 from service.store.memory_records import Host, Url
@@ -102,6 +103,10 @@ class MemoryStore(MemoryHosts):
     # -- reads ---------------------------------------------------------------------------------
     async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
         return [None if (u := self._urls.get(url)) is None else self._snapshot(u) for url in urls]
+
+    async def estimate_columns(self, urls: Sequence[str]) -> EstimateColumns:
+        found = [u for url in urls if (u := self._urls.get(url)) is not None]
+        return estimate_table(found, found)  # a record holds its observations itself
 
     async def get_host(self, host: str, now: float) -> HostState | None:
         h = self._hosts.get(host)

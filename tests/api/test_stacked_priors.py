@@ -11,7 +11,15 @@ import pytest
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats, Moments
-from scheduler_core.estimate.learn import Prior4, Priors, estimate, given_priors, prior_chain
+from scheduler_core.estimate.learn import (
+    History,
+    Prior4,
+    Priors,
+    estimate,
+    given_priors,
+    prior_chain,
+)
+from scheduler_core.estimate.rates import decayed_count, decayed_exposure
 from service.clock import ManualClock
 from service.metrics import Metrics
 from service.scheduler import learning
@@ -20,7 +28,6 @@ from service.scheduler.events import ingest_clicks, ingest_signals
 from service.scheduler.fold import fold_now
 from service.scheduler.learning import (
     _chain,
-    history_of,
     learn,
     learn_pass,
     root_priors,
@@ -29,7 +36,7 @@ from service.scheduler.priors import stack_priors
 from service.scheduler.registry import register
 from service.schemas import ClickIn, SignalIn, UrlIn
 from service.settings import Settings
-from service.store.base import UrlPrior
+from service.store.base import UrlPrior, UrlState
 from service.store.memory import MemoryStore
 
 DAY_S = 86_400.0
@@ -204,16 +211,31 @@ async def test_learn_is_the_per_url_composition(
     await learn_pass(ctx)  # host, label and global statistics
     clock.advance(3_600.0)
     states = [s for s in await app_store.get_urls(urls) if s is not None]
-    got = await learn(ctx, states)
+    got = await learn(ctx, await app_store.estimate_columns(urls))
     learnable = [s for s in states if not s.prior.fixed]
     chains = await learning._chains_of(ctx, [s.host for s in learnable],
                                        [s.prior.label for s in learnable])  # fmt: skip
     want_priors = _reference(chains, [s.prior for s in learnable], settings.prior_strength)
     _assert_identical(got.priors, want_priors)
-    history = history_of(learnable, clock.now(), settings.estimate_decay_s)
+    history = _history(learnable, clock.now(), settings.estimate_decay_s)
     want = estimate(history, want_priors)
     for name in ("weight", "signal_rate", "alpha", "theta"):
         assert getattr(got.estimates, name).tobytes() == getattr(want, name).tobytes(), name
+
+
+def _history(states: list[UrlState], now: float, decay_s: float) -> History:
+    """The estimators' view of snapshots, per URL (the reference for the columns)."""
+    obs = [s.observations for s in states]
+
+    def ref(t: float | None) -> float:
+        return math.nan if t is None else t
+
+    clicks = decayed_count([o.click_mass for o in obs], [ref(o.click_ref) for o in obs], now,
+                           decay_s)  # fmt: skip
+    signals = decayed_count([o.signal_mass for o in obs], [ref(o.signal_ref) for o in obs],
+                            now, decay_s)  # fmt: skip
+    exposure = decayed_exposure([s.registered_at for s in states], now, decay_s)
+    return History.create(clicks, signals, exposure, [o.outcomes for o in obs])
 
 
 def test_the_chain_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,8 @@ registrations, signals and clicks (appended, then folded), leases, results (some
 leases never issued) and new parameters, some batches sent twice under an idempotency
 key, gives the same fold counts, the same leases, in the same order, and the same URL
 states, priors and observations (decayed masses to 1e-12 relative: Lua's exp and
-Python's may differ in the last bit)."""
+Python's may differ in the last bit); each store's columns for re-estimation are its
+snapshots' exactly."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from service.store.base import (
     UrlState,
     shard_of,
 )
+from service.store.estimate_columns import EstimateColumns, estimate_table
 from service.store.memory import MemoryStore
 from service.store.redis import RedisStore
 from service.store.redis.local import LocalRedis
@@ -115,6 +117,16 @@ def _folded(
     """A fold's counts, touched URLs and settled results' URLs (in URL order: the stores
     fold shards apart)."""
     return f.parts, dict(f.counts), sorted(f.touched), sorted(f.outcomes)
+
+
+def _assert_same_columns(got: EstimateColumns, want: EstimateColumns) -> None:
+    """Equal, bit for bit where stored (NaN equal to NaN)."""
+    assert (got.urls, got.hosts, got.priors) == (want.urls, want.hosts, want.priors)
+    for name in ("params", "clicks", "signals", "outcome_tau", "outcome_n"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.shape == b.shape and np.array_equal(a, b, equal_nan=True), name
+    assert np.array_equal(got.outcome_changed, want.outcome_changed)
+    assert np.array_equal(got.outcome_counts, want.outcome_counts)
 
 
 def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
@@ -199,6 +211,10 @@ async def test_same_stream_same_decisions(server: LocalRedis, seed: int) -> None
             states = [await s.get_urls(urls) for s in stores]
             assert [_view(x) for x in states[0]] == [_view(x) for x in states[1]]
             assert await memory.stale_signals(urls) == await redis_store.stale_signals(urls)
+            asked = [urls[-1], "https://unknown.example/", *urls[:-1]]
+            for s, known in zip(stores, states, strict=True):  # columns = their snapshots
+                snapshots = [x for x in [known[-1], *known[:-1]] if x is not None]
+                _assert_same_columns(await s.estimate_columns(asked), estimate_table(snapshots))
             for a, b in zip(states[0], states[1], strict=True):
                 assert _masses(a and a.observations) == pytest.approx(
                     _masses(b and b.observations), rel=1e-12, abs=0

@@ -49,6 +49,7 @@ __all__ = [
     "URL_CTL",
     "URL_FULL",
     "est_bytes",
+    "est_head",
     "est_size",
     "format_lease_id",
     "host_log_mean",
@@ -210,13 +211,16 @@ def pack_prior(prior: UrlPrior) -> bytes:
     return _HEADS[flags].pack(flags, *given) + label
 
 
-_NO_STATE = (UrlPrior(), Observations())
+_NO_PRIOR = UrlPrior()
+_NO_STATE = (_NO_PRIOR, Observations())
+#: The flags of a state that say something of its prior.
+_PRIOR_BITS = EST_FIXED | EST_LABELLED | sum(EST_GIVEN)
 
 
-def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
-    """A URL's prior and observations from its estimator state (none: the defaults)."""
-    if not blob:
-        return _NO_STATE
+def est_head(blob: bytes) -> tuple[UrlPrior, float, float | None, float, float | None, int]:
+    """The fixed part of a (non-empty) estimator state: the prior, the click mass and its
+    time, the signal mass and its time (None: no event), and where the outcomes start
+    (bytes; :data:`OUTCOME` each from there to the end)."""
     flags = blob[0]
     head = _HEADS[flags]
     values = head.unpack_from(blob)
@@ -228,6 +232,8 @@ def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
     if flags & EST_SIGNALS:
         signal_mass, signal_ref = values[k], values[k + 1]
         k += 2
+    if not flags & _PRIOR_BITS:  # nothing given at registration: the one default prior
+        return _NO_PRIOR, click_mass, click_ref, signal_mass, signal_ref, head.size
     given: list[float | None] = []
     for bit in EST_GIVEN:
         if flags & bit:
@@ -242,6 +248,14 @@ def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
         label = blob[head.size : start].decode()
     w, delta, recall, nu = given
     prior = UrlPrior(label, w, delta, recall, nu, fixed=bool(flags & EST_FIXED))
+    return prior, click_mass, click_ref, signal_mass, signal_ref, start
+
+
+def unpack_est(blob: bytes | None) -> tuple[UrlPrior, Observations]:
+    """A URL's prior and observations from its estimator state (none: the defaults)."""
+    if not blob:
+        return _NO_STATE
+    prior, click_mass, click_ref, signal_mass, signal_ref, start = est_head(blob)
     outcomes: tuple[Outcome, ...] = ()
     if start < len(blob):
         outcomes = tuple(

@@ -42,8 +42,10 @@ from service.store.base import (
     UrlState,
 )
 from service.store.columns import RescoreColumns, rescore_columns_by_host, set_rescored_by_host
+from service.store.estimate_columns import EstimateColumns
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
+from service.store.redis.estimate_decode import decode_estimates
 from service.store.redis.events import RedisEvents
 from service.store.redis.hosts import RedisHosts
 from service.store.redis.keys import url_key
@@ -171,20 +173,38 @@ class RedisStore(RedisEvents, RedisHosts):
         return out
 
     # -- reads ---------------------------------------------------------------------------------
-    @unavailable
-    async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
+    async def _entries(
+        self, urls: Sequence[str]
+    ) -> list[tuple[int, int, str, str, bytes, bytes | None]]:
+        """The stored entries of the named URLs that exist, in the order asked: (index in
+        ``urls``, shard, host, URL key, record, estimator state) each (``get.lua``)."""
         groups = self._by_shard(urls)
         calls = [
             self._call("get", shard, [" ".join(f"{host} {ukey}" for _, host, ukey in items)])
             for shard, items in groups.items()
         ]
-        out: list[UrlState | None] = [None] * len(urls)
+        found = []
         for (shard, items), flat in zip(groups.items(), await self._run(calls), strict=True):
             for k, (i, host, ukey) in enumerate(items):
                 blob = flat[2 * k]
                 if blob is not None:
-                    out[i] = unpack_url(blob, host, ukey, shard, est=flat[2 * k + 1])
+                    found.append((i, shard, host, ukey, blob, flat[2 * k + 1]))
+        found.sort(key=lambda e: e[0])
+        return found
+
+    @unavailable
+    async def get_urls(self, urls: Sequence[str]) -> list[UrlState | None]:
+        out: list[UrlState | None] = [None] * len(urls)
+        for i, shard, host, ukey, blob, est in await self._entries(urls):
+            out[i] = unpack_url(blob, host, ukey, shard, est=est)
         return out
+
+    @unavailable
+    async def estimate_columns(self, urls: Sequence[str]) -> EstimateColumns:
+        entries = await self._entries(urls)
+        return decode_estimates(
+            [(host, ukey, blob, est) for _, _, host, ukey, blob, est in entries]
+        )
 
     @unavailable
     async def get_host(self, host: str, now: float) -> HostState | None:
