@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
@@ -73,7 +74,8 @@ def windows_end_to_end(
     laid end to end as :meth:`History.from_windows` takes them: τ, n and changed, shape
     (N,) each, and each URL's count of outcomes, shape (m,)."""
     counts = np.fromiter((len(w) for w in windows), dtype=np.int64, count=len(windows))
-    flat = np.array([r for w in windows for r in w], dtype=np.float64).reshape(-1, 3)
+    values = chain.from_iterable(chain.from_iterable(windows))
+    flat = np.fromiter(values, dtype=np.float64, count=3 * int(counts.sum())).reshape(-1, 3)
     return flat[:, 0].copy(), flat[:, 1].copy(), flat[:, 2] != 0, counts
 
 
