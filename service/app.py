@@ -29,6 +29,7 @@ from service.errors import (
     StoreUnavailable,
     Unauthenticated,
 )
+from service.heap import run_heap_freezer
 from service.methods import http_exception_handler_for
 from service.metrics import Metrics
 from service.openapi import install_openapi
@@ -183,6 +184,9 @@ def create_app(
                 asyncio.create_task(run_rescorer(context, stop), name="rescorer"),
                 asyncio.create_task(run_learner(context, stop), name="learner"),
             }
+            if settings.heap_freeze_interval_s > 0:  # the records live in this process
+                freezer = run_heap_freezer(settings.heap_freeze_interval_s, stop)
+                tasks.add(asyncio.create_task(freezer, name="heap freezer"))
         try:
             yield
         finally:

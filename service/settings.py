@@ -185,6 +185,12 @@ class Settings(BaseSettings):
     fold_claim_s: float = Field(
         30.0, gt=0, description="wall s before a folder takes over batches another left unfolded"
     )
+    heap_freeze_interval_s: float = Field(
+        30.0,
+        ge=0,
+        description="memory store: wall s between passes that move the surviving heap out of "
+        "the garbage collector's full passes (0: never)",
+    )
     worker_ttl_s: float = Field(
         15.0, gt=0, description="wall s a worker's heartbeat holds; the worker beats 3× as often"
     )
