@@ -41,7 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ from scheduler_core.sim.evaluate import subset_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
 from service.scheduler.context import Context
 from service.simulation import ServicePolicy
-from service.store.base import UrlState
+from service.store.estimate_columns import EstimateColumns, estimate_table
 
 VARIANTS = ("oracle", "learned", "true-w-gamma", "true-alpha-theta", "exact-prior", "em-prior")
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
@@ -130,7 +130,7 @@ class GridPrior:
         return post @ self.alpha, post @ self.precision
 
 
-Swap = Callable[[Context, Sequence[UrlState], Estimates], Estimates]
+Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
 Refresh = Callable[[Context], Awaitable[None]]
 
 
@@ -148,8 +148,8 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
         else GridPrior.of_truth(p.unsignalled_change_rate, p.precision)
     )
 
-    def swap(ctx: Context, states: Sequence[UrlState], est: Estimates) -> Estimates:
-        idx = np.array([index[s.url] for s in states], dtype=np.int64)
+    def swap(ctx: Context, cols: EstimateColumns, est: Estimates) -> Estimates:
+        idx = np.array([index[u] for u in cols.urls], dtype=np.int64)
         w, g, a, t = est.weight, est.signal_rate, est.alpha, est.theta
         if variant == "true-w-gamma":
             w, g = p.weight[idx], p.signal_rate[idx]
@@ -157,7 +157,7 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
             a, t = p.unsignalled_change_rate[idx], true_theta[idx]
         else:  # exact-prior, em-prior
             s = ctx.settings
-            h = learning.history_of(states, ctx.clock.now(), s.estimate_decay_s)
+            h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
             a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask)
             t = -np.log1p(-prec)
         return dataclasses.replace(
@@ -172,7 +172,7 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
             return
         fitted_at[0] = now
         states = [u for h in world.hosts for u in await ctx.store.host_urls(h)]
-        h = learning.history_of(states, now, ctx.settings.estimate_decay_s)
+        h = learning.history_of(estimate_table(states), now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
     return swap, refresh if variant == "em-prior" else None
@@ -196,13 +196,13 @@ def run(world: World, variant: str) -> Run:
     swap, refresh = _swap(world, variant)
     real = learning.learn
 
-    async def learn(ctx: Context, states: Sequence[UrlState], outcomes: bool = True) -> Any:
-        got = await real(ctx, states, outcomes)
-        if swap is None or not got.states:
+    async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Any:
+        got = await real(ctx, cols, outcomes)
+        if swap is None or not len(got.columns):
             return got
         if refresh is not None:
             await refresh(ctx)
-        return dataclasses.replace(got, estimates=swap(ctx, got.states, got.estimates))
+        return dataclasses.replace(got, estimates=swap(ctx, got.columns, got.estimates))
 
     policy = ServicePolicy(
         params="oracle" if variant == "oracle" else "learned", settings={"signal_discard_s": 0.0}
