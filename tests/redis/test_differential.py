@@ -417,3 +417,62 @@ async def test_same_controls_same_decisions(server: LocalRedis, seed: int) -> No
         assert retired > 0  # the stream retired some URLs
     finally:
         await redis_store.close()
+
+
+async def test_stale_hosts_in_slices_match(
+    server: LocalRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Redis store reads the stale hosts in slices of an HSCAN of each shard's hosts
+    (here 16 hosts a call, ~600 hosts a shard: a hash table, not a listpack); the hosts
+    it finds, their Λ_h and their order under a URL cap are the memory store's."""
+    from service.store.redis import multipliers
+
+    monkeypatch.setattr(multipliers, "_STALE_SLICE", 16)
+    rng = np.random.default_rng(31)
+    records = [
+        UrlRecord(
+            url=f"https://s{h}.example/{j}",
+            host=f"s{h}.example",
+            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
+            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(1e4, 1e5)),
+            scored_lambda=float(10 ** rng.uniform(-8, -4)),
+            crawl_delay_s=0.5,
+            last_crawled_at=T0 - float(rng.uniform(0, 1e5)),
+        )  # fmt: skip
+        for h in range(1200)
+        for j in range(int(rng.integers(1, 3)))
+    ]
+    fresh = {f"s{h}.example" for h in range(1200) if rng.random() < 0.5}
+    redis_store = await RedisStore.connect(server.url, prefix="diffstale", shards=2)
+    found = []
+    try:
+        for store in (MemoryStore(shards=2), redis_store):
+            await store.upsert_urls(records, T0)
+            clock = ManualClock(T0)
+            ctx = Context(store, clock, Settings(), Metrics())
+            if store is redis_store:
+                encoding = await redis_store.client.object("encoding", redis_store._keys[0].hosts)
+                assert encoding == b"hashtable"
+            for _ in range(10):
+                clock.advance(1.0)
+                await dispatch(ctx, 20)
+            # about half the hosts scored for their current Λ_h: no longer stale
+            for host, lam in await store.hosts_needing_rescore(0.05, 10**6):
+                if host in fresh:
+                    await store.set_thresholds(host, {}, lam)
+            found.append(
+                (
+                    await store.hosts_needing_rescore(0.05, 10**6),
+                    await store.hosts_needing_rescore(0.05, 60),
+                )
+            )
+    finally:
+        await redis_store.close()
+    for mem, red in zip(found[0], found[1], strict=True):  # every host, then a cap
+        assert [h for h, _ in mem] == [h for h, _ in red]
+        assert [x for _, x in mem] == pytest.approx([x for _, x in red], rel=1e-12)
+    assert 0 < len(found[0][1]) < len(found[0][0]) < 1200  # the cap binds; some are fresh
