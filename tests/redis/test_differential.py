@@ -476,3 +476,59 @@ async def test_stale_hosts_in_slices_match(
         assert [h for h, _ in mem] == [h for h, _ in red]
         assert [x for _, x in mem] == pytest.approx([x for _, x in red], rel=1e-12)
     assert 0 < len(found[0][1]) < len(found[0][0]) < 1200  # the cap binds; some are fresh
+
+
+async def test_stats_in_slices_match(server: LocalRedis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Redis store counts its hosts in slices of an HSCAN of each shard's hosts (here
+    16 hosts a call, ~600 hosts a shard: a hash table); the counts and every host's
+    snapshot are the memory store's, and the top hosts by λ_h are the same hosts."""
+    from service.store.redis import hosts as redis_hosts_module
+
+    monkeypatch.setattr(redis_hosts_module, "_STATS_SLICE", 16)
+    rng = np.random.default_rng(41)
+    records = [
+        UrlRecord(
+            url=f"https://t{h}.example/{j}",
+            host=f"t{h}.example",
+            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
+            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(1.0, 1e3)),
+            scored_lambda=1e-6,
+            crawl_delay_s=0.5,
+            last_crawled_at=T0 - float(rng.uniform(0, 1e3)),
+        )  # fmt: skip
+        for h in range(1200)
+        for j in range(int(rng.integers(1, 3)))
+    ]
+    redis_store = await RedisStore.connect(server.url, prefix="diffstats", shards=2)
+    found = []
+    try:
+        for store in (MemoryStore(shards=2), redis_store):
+            await store.upsert_urls(records, T0)
+            clock = ManualClock(T0)
+            ctx = Context(store, clock, Settings(), Metrics())
+            for _ in range(10):
+                clock.advance(100.0)
+                await dispatch(ctx, 40)
+            for h in range(0, 1200, 7):
+                await store.change_host(f"t{h}.example", HostChange(paused=True), clock.now())
+            found.append(
+                (await store.stats(clock.now(), 1 << 30), await store.stats(clock.now(), 5))
+            )
+        hashed = await redis_store.client.object("encoding", redis_store._keys[0].hosts)
+    finally:
+        await redis_store.close()
+    assert hashed == b"hashtable"
+    (mem_all, mem_top), (red_all, red_top) = found
+    assert (red_all.urls, red_all.hosts, red_all.due_backlog, red_all.leases_active) == (
+        mem_all.urls, mem_all.hosts, mem_all.due_backlog, mem_all.leases_active,
+    )  # fmt: skip
+    assert red_all.blocked_hosts == mem_all.blocked_hosts > 0
+    assert 0 < red_all.due_backlog < len(records)
+    assert {s.host: s for s in red_all.top_hosts} == {s.host: s for s in mem_all.top_hosts}
+    assert len(red_all.top_hosts) == 1200
+    lam = sorted((s.lambda_h for s in mem_all.top_hosts), reverse=True)[:5]
+    assert [s.lambda_h for s in red_top.top_hosts] == [s.lambda_h for s in mem_top.top_hosts] == lam

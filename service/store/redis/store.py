@@ -28,7 +28,6 @@ from typing import Any, cast
 from redis.exceptions import RedisError
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray
-from service.clock import TimeSource
 from service.errors import StoreUnavailable
 from service.store.base import (
     ClickEvent,
@@ -37,13 +36,12 @@ from service.store.base import (
     IdempotencyKey,
     ScoredParams,
     SignalEvent,
-    StoreStats,
     UrlRecord,
     UrlState,
 )
 from service.store.columns import RescoreColumns, rescore_columns_by_host, set_rescored_by_host
 from service.store.estimate_columns import EstimateColumns
-from service.store.redis.base import clock_arg, once_ttl_arg
+from service.store.redis.base import once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
 from service.store.redis.estimate_decode import decode_estimates
 from service.store.redis.events import RedisEvents
@@ -319,43 +317,6 @@ class RedisStore(RedisEvents, RedisHosts):
             await self.client.hset(self._global.groups, mapping=packed)  # type: ignore[arg-type]
 
     # -- operations --------------------------------------------------------------------------------
-    @unavailable
-    async def stats(self, now: TimeSource, top_hosts: int) -> StoreStats:
-        await self._flush()
-        head = (clock_arg(now), self._history, top_hosts)
-        answers = await self._run([self._call("stats", n, head) for n in range(self.shards)])
-        lam0 = await self._lambda0()
-        top: list[HostState] = []
-        for *_, flat, _, _ in answers:
-            for i in range(0, len(flat), 6):
-                host, blob, urls, queued, due, head_due = flat[i : i + 6]
-                top.append(
-                    unpack_host(
-                        blob,
-                        text(host),
-                        urls=urls,
-                        queued=queued,
-                        due=due,
-                        next_due=head_due,
-                        lambda0=lam0.value,
-                        default_in_flight=self._controls.max_in_flight,
-                    )  # fmt: skip
-                )
-        top.sort(key=lambda s: s.lambda_h, reverse=True)
-        retired = sum(int(a[6]) for a in answers)
-        return StoreStats(
-            retired=retired,
-            blocked_hosts=sum(int(a[7]) for a in answers),
-            urls=sum(int(a[0]) for a in answers) - retired,
-            hosts=sum(int(a[1]) for a in answers),
-            due_backlog=sum(int(a[2]) for a in answers),
-            leases_active=sum(int(a[3]) for a in answers),
-            leases_expired_total=sum(int(a[4]) for a in answers),
-            lambda0=lam0.value,
-            lambda0_observations=lam0.count,
-            top_hosts=tuple(top[:top_hosts]),
-        )
-
     @unavailable
     async def clock_epoch(self, proposal: float) -> float:
         key = self._global.clock_epoch

@@ -1,17 +1,25 @@
--- Counts of one shard for /metrics; reclaims expired leases first.  `now` is read here,
--- from the server's TIME through the caller's clock (lib.lua clock_now).
+-- Counts of one shard for /metrics, the hosts' part over one slice of the shard's hosts:
+-- those HSCAN gives from `cursor` with COUNT `count` (the caller calls again from the
+-- cursor answered until it is '0'; a host may come twice if the hash shrinks meanwhile).
+-- A slice's work is bounded by `count` (about that many hosts, or all of them while the
+-- hash is a listpack, itself bounded by hash-max-listpack-entries), not by the shard's
+-- size.  Each call reclaims expired leases first and reads the shard's counters.  `now`
+-- is read here, from the server's TIME through the caller's clock (lib.lua clock_now).
 -- KEYS: the shard keys (lib.lua).
 -- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] lease history kept;
--- ARGV[3] k, hosts with the highest λ_h estimate to return.
--- Returns {urls (retired ones too), hosts, due backlog (of hosts neither blocked nor
---          paused), active leases, expired total,
---          {host, record, URLs, queued, due, earliest due or '', ...} top k,
---          retired URLs, hosts blocked or paused now}.
+-- ARGV[3] k, hosts with the highest λ_h estimate to return (of the slice); ARGV[4]
+-- cursor ('0' to start, the default); ARGV[5] count, hosts per slice (default 256).
+-- Returns {urls (retired ones too), hosts, due backlog of the slice's hosts (neither
+--          blocked nor paused), active leases, expired total,
+--          {host, record, URLs, queued, due, earliest due or '', ...} top k of the slice,
+--          retired URLs, the slice's hosts blocked or paused now, next cursor ('0': done)}.
 local history, k = num(ARGV[2]), num(ARGV[3])
+local cursor, count = ARGV[4] or '0', ARGV[5] or '256'
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
 reclaim(now, history)
-local all = redis.call('HGETALL', K_HOSTS)
+local got = redis.call('HSCAN', K_HOSTS, cursor, 'COUNT', count)
+local all = got[2]
 local backlog, blocked = 0, 0
 local ranked = {}
 for i = 1, #all, 2 do
@@ -39,6 +47,6 @@ for j = 1, math.min(k, #ranked) do
     top[#top + 1] = v
   end
 end
-return {num(redis.call('HGET', K_META, 'urls') or '0'), #all / 2, backlog,
+return {num(redis.call('HGET', K_META, 'urls') or '0'), redis.call('HLEN', K_HOSTS), backlog,
         redis.call('ZCARD', K_DEADLINES), num(redis.call('HGET', K_META, 'expired') or '0'), top,
-        num(redis.call('HGET', K_META, 'retired') or '0'), blocked}
+        num(redis.call('HGET', K_META, 'retired') or '0'), blocked, got[1]}
