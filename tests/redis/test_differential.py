@@ -532,3 +532,58 @@ async def test_stats_in_slices_match(server: LocalRedis, monkeypatch: pytest.Mon
     assert len(red_all.top_hosts) == 1200
     lam = sorted((s.lambda_h for s in mem_all.top_hosts), reverse=True)[:5]
     assert [s.lambda_h for s in red_top.top_hosts] == [s.lambda_h for s in mem_top.top_hosts] == lam
+
+
+async def test_params_written_in_slices_match(
+    server: LocalRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Redis store writes new parameters in calls of a few URLs (here 3: a host's URLs
+    span several calls, some calls hold several hosts); every URL ends as in the memory
+    store, the hosts' ready times too."""
+    from service.store.redis import store as redis_store_module
+
+    monkeypatch.setattr(redis_store_module, "_PARAMS_SLICE", 3)
+    rng = np.random.default_rng(51)
+    records = [
+        UrlRecord(
+            url=f"https://p{h}.example/{j}",
+            host=f"p{h}.example",
+            weight=1.0,
+            change_rate=0.01,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(10.0, 1e3)),
+            scored_lambda=1.0,
+            last_crawled_at=T0,
+        )
+        for h in range(30)
+        for j in range(int(rng.integers(1, 8)))
+    ]
+    updates = [
+        (
+            f"p{h}.example",
+            {
+                r.url: ScoredParams(
+                    float(rng.uniform(0.5, 2)), 0.02, 0.1, 1e-3, 5.0, float(rng.uniform(1, 5e3))
+                )
+                for r in records
+                if r.host == f"p{h}.example" and rng.random() < 0.7
+            },
+            float(rng.uniform(0.5, 2.0)),
+        )
+        for h in range(30)
+    ]
+    redis_store = await RedisStore.connect(server.url, prefix="diffparams", shards=4)
+    found = []
+    try:
+        for store in (MemoryStore(shards=4), redis_store):
+            await store.upsert_urls(records, T0)
+            await store.set_params_many(updates)
+            states = await store.get_urls([r.url for r in records])
+            grants = (await store.lease_next(T0 + 2_000.0, 1000, 60.0, False)).grants
+            found.append(([_view(s) for s in states], _leased(grants)))
+    finally:
+        await redis_store.close()
+    assert found[0] == found[1]
+    assert sum(len(p) for _, p, _ in updates) > 3 * 10
