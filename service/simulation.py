@@ -38,7 +38,7 @@ from service.settings import Settings
 from service.store.memory import MemoryStore
 from service.urls import canonical_url
 
-__all__ = ["PARAM_MODES", "ParamMode", "ServicePolicy"]
+__all__ = ["PARAM_MODES", "ParamMode", "ServicePolicy", "step_delays"]
 
 
 class ParamMode(enum.StrEnum):
@@ -55,13 +55,23 @@ PARAM_MODES = tuple(m.value for m in ParamMode)
 
 T = TypeVar("T")
 
-#: Crawl delay given to hosts without a politeness limit, s (the API takes none shorter
-#: than > 0), and how long a step waits for the gates it closed before asking again:
-#: a thousand such delays, so that a URL of such a host is never taken as held back by
+#: Crawl delay given to hosts whose limit cannot bind a step, s (the API takes none
+#: shorter than > 0), and how far the clock moves between two leases of a step: a
+#: thousand such delays, so that a URL of such a host is never taken as held back by
 #: politeness (``scheduler_core.multipliers.dispatch_gated``: within 0.5 crawl delays
 #: of its gate opening).  Both stay far above a float's resolution at any run's time.
 _NO_LIMIT_DELAY_S = 1e-6
 _GATE_WAIT_S = 1e-3
+#: What the other hosts' crawl delays are shortened by (at most half of one), s: the
+#: leases of a step go out up to k × ``_GATE_WAIT_S`` after its time, and a host's gate
+#: opens one crawl delay after its lease, so that without it a host leased a few ms
+#: into a step would find its gate shut at the step one crawl delay later and lose a
+#: whole step; the simulator's token bucket has no such phase.  Covers steps of up to
+#: a thousand crawls.
+_GATE_SLACK_S = 1.0
+#: Concurrent leases a host may have out (the API's largest cap): a step's leases stay
+#: out until its results come back, while the simulator's fetches take no time.
+_MAX_IN_FLIGHT = 65_535
 #: The online λ₀ is taken as settled over the second half of a run, sampled this many
 #: times there.
 _SETTLED_SAMPLES = 200
@@ -100,12 +110,30 @@ class ServicePolicy(Policy):
 
     Notes
     -----
-    A step of k crawls happens at one instant.  Hosts without a politeness
-    limit get a 1 µs crawl delay, and the policy asks again 1 ms later for
-    what a host's gate held back: by then the gate has been open for a
-    thousand crawl delays, so the service does not count a host's second and
-    later URLs of a step as held back by politeness, and the host's λ_h stays
-    at 0 as its limit does not bind.
+    A step of k crawls happens at one instant; the service, a continuous-time
+    system, is run so that its politeness is the simulator's:
+
+    - the step's URLs are leased one a call (as by a crawler asking ``/next``
+      for one URL whenever a fetch slot frees), the clock 1 ms further at each
+      call: every lease goes to the URL most due among the hosts open then,
+      and a due URL of a host that has just given one is not passed over for
+      another host's URL leased ahead of time;
+    - a host whose limit cannot bind a step (none, or at least one crawl per
+      crawl of the whole budget: its token bucket always holds k) gets a 1 µs
+      crawl delay: 1 ms later its gate has been open for a thousand crawl
+      delays, so the service does not count its second and later URLs of a
+      step as held back by politeness, and its λ_h stays at 0 as the solver's;
+    - the other hosts' crawl delays are shortened by ``_GATE_SLACK_S`` (1 s,
+      at most half a delay), the 1 ms steps' phase within a step;
+    - a host may have any number of leases out (``max_in_flight``): a step's
+      fetches take no time in the simulator, while its leases stay out until
+      its results come back.
+
+    Without these, on the ``web`` preset at 200 URLs (20 hosts, 5 crawls a
+    step) the one-a-second hosts gave one URL a step (a gate of 1 s and one
+    lease in flight at an instant), their due URLs queued for days behind them
+    while other hosts' URLs went out ahead of time, and λ₀ settled 20% low on
+    one seed (``docs/freshness.md``).
 
     Attributes
     ----------
@@ -204,23 +232,22 @@ class ServicePolicy(Policy):
         super().start(problem)
         if not problem.urls or not problem.hosts:
             raise ValueError("the service path needs the problem's URL and host names")
-        delays = np.where(
-            np.isfinite(problem.host_limit_per_s),
-            1.0 / problem.host_limit_per_s,
-            _NO_LIMIT_DELAY_S,
-        )
+        with np.errstate(divide="ignore"):
+            true_delays = 1.0 / problem.host_limit_per_s  # 0 for hosts without a limit
         # The service takes what its API takes: a world whose hosts are stricter than
         # the longest crawl delay accepted cannot be registered (over HTTP neither).
-        if (delays > MAX_CRAWL_DELAY_S).any():
+        if (true_delays > MAX_CRAWL_DELAY_S).any():
             raise ParameterError(
                 f"`crawl_delay_s`: a host of the world allows fewer fetches than one per "
                 f"{MAX_CRAWL_DELAY_S:g} s, the API's longest crawl delay"
             )
+        delays = step_delays(true_delays, problem.budget_per_s)
         options: dict[str, Any] = {
             "max_revisit_s": 2.0 * problem.duration_s,
             "lease_ttl_s": 10.0 * problem.duration_s,
             "max_next": 1_000_000,
             "max_batch": _BATCH,
+            "max_in_flight": _MAX_IN_FLIGHT,
             **self._overrides,
             "store": "memory",
             "clock": "manual",
@@ -288,16 +315,16 @@ class ServicePolicy(Policy):
             self._run(rescore_once(self.context))
             self._next_rescore = now + self.rescore_every_s
         chosen: list[int] = []
-        while len(chosen) < k:
-            cols = self._run(dispatch(self.context, k - len(chosen))).leases
-            if not len(cols):
-                break
+        empty = 0  # calls in a row that leased nothing
+        while len(chosen) < k and empty < 2:
+            if chosen or empty:  # the gates the step's leases closed open in between
+                self._clock.advance(_GATE_WAIT_S)
+            cols = self._run(dispatch(self.context, 1)).leases
+            empty = 0 if len(cols) else empty + 1
             for url, lease_id in zip(cols.urls, cols.lease_ids, strict=True):
                 i = self._index[url]
                 self._leases[i] = lease_id
                 chosen.append(i)
-            # A host gives one URL per crawl delay: let its gate open for the rest.
-            self._clock.advance(_GATE_WAIT_S)
         if now >= self._next_sample:
             self._sample_lambda0(now)
         return np.asarray(chosen, dtype=np.int64)
@@ -362,6 +389,37 @@ class ServicePolicy(Policy):
         assert self._loop is not None
         self._loop.close()
         self._loop = None
+
+
+def step_delays(delays_s: FloatArray, budget_per_s: float) -> FloatArray:
+    """The crawl delays the simulated service is given for hosts of ``delays_s``, s.
+
+    A host of delay 0 (no limit) or of at most one budget interval (1/R: its token
+    bucket in the simulator holds at least a step's k crawls at every step) gets
+    ``_NO_LIMIT_DELAY_S``; any other its delay less ``_GATE_SLACK_S``, at most half
+    of it (:class:`ServicePolicy`, Notes).
+
+    Parameters
+    ----------
+    delays_s : ndarray, shape (H,)
+        Each host's crawl delay, s (0: no limit).
+    budget_per_s : float
+        R, crawls per second (> 0).
+
+    Returns
+    -------
+    ndarray, shape (H,)
+        Crawl delays, s, each > 0.
+
+    Examples
+    --------
+    >>> step_delays(np.array([0.0, 1.0, 86_400.0, 1.5]), 1.0).tolist()
+    [1e-06, 1e-06, 86399.0, 0.75]
+    """
+    d = np.asarray(delays_s, dtype=np.float64)
+    free = d * budget_per_s <= 1.0
+    out: FloatArray = np.where(free, _NO_LIMIT_DELAY_S, d - np.minimum(_GATE_SLACK_S, 0.5 * d))
+    return out
 
 
 def _chunks(items: Sequence[T]) -> list[Sequence[T]]:

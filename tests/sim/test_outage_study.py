@@ -79,9 +79,12 @@ def test_outage_study_and_the_command(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_host_rate_limit_is_the_optimums_per_host_limit() -> None:
     """The rate limit a host shows (1 / crawl delay) is the k_h that the host-constrained
-    optimum (scheduler_core.host_optimum) is solved with, for every host of the world."""
+    optimum (scheduler_core.host_optimum) is solved with, for every host of the world,
+    less the simulated service's 1 s of slack a crawl delay (``step_delays``), and it
+    may have any number of leases out (a step's fetches take no time)."""
     w = world(crawl_delay_s=Dist.of("uniform", low=3_600.0, high=86_400.0))
     problem = problem_of(w, host_limits=True)
+    assert (problem.host_limit_per_s < problem.budget_per_s).all()  # every host can bind
     policy = ServicePolicy(params="oracle")
     policy.start(problem)
     ctx = policy.context
@@ -89,6 +92,7 @@ def test_host_rate_limit_is_the_optimums_per_host_limit() -> None:
         state = policy._run(ctx.store.get_host(name, 0.0))
         assert state is not None
         view = host_out(state, 0.0)
-        assert view.rate_limit_per_s == pytest.approx(problem.host_limit_per_s[h], rel=1e-12)
-        assert view.max_in_flight == 1
+        delay = 1.0 / problem.host_limit_per_s[h]
+        assert 1.0 / view.rate_limit_per_s == pytest.approx(delay - 1.0, rel=1e-12)
+        assert view.max_in_flight == 65_535
     policy.finish()

@@ -56,6 +56,46 @@ def test_hosts_without_a_limit_are_never_taken_as_held_back_by_politeness() -> N
     assert policy.host_lambdas.tolist() == [0.0] * len(w.hosts)
 
 
+def test_hosts_whose_limit_cannot_bind_a_step_are_scheduled_as_without_one() -> None:
+    """A host allowing a fetch a second, under a budget of 60 a day, earns more than a
+    step's crawls between two steps: the simulator's token bucket never holds it back,
+    so the service's decisions are those without host limits, several URLs of a host
+    in one step included (one lease per call, any number in flight)."""
+    w = world(crawl_delay_s=Dist.of("const", value=1.0), budget_per_day=60.0, duration_days=10)
+    limited = simulate(w, ServicePolicy(params="oracle"), crawls_per_step=12, host_limits=True)
+    free = simulate(w, ServicePolicy(params="oracle"), crawls_per_step=12)
+    np.testing.assert_array_equal(limited.crawl_url, free.crawl_url)
+    np.testing.assert_array_equal(limited.crawl_time, free.crawl_time)
+    step = limited.crawl_time == limited.crawl_time[-1]
+    hosts = w.host_of[limited.crawl_url[step]]
+    assert np.bincount(hosts).max() > 1  # a host gave several URLs in one step
+
+
+def test_a_host_at_its_limit_is_crawled_once_per_crawl_delay_exactly() -> None:
+    """Half the hosts allow a fetch a day, the others one a second, under a budget of 40
+    a day in steps of 5 crawls (an eighth of a day): the one-a-day hosts have a URL due
+    whenever their gate opens, and each is crawled at the step one crawl delay after its
+    last, although its lease of a step may go out after other hosts' (the simulator's
+    token bucket gives the same)."""
+    delay = 86_400.0
+    mix = {"kind": "mixture", "parts": [
+        {"weight": 0.5, "kind": "const", "value": 1.0},
+        {"weight": 0.5, "kind": "const", "value": delay},
+    ]}  # fmt: skip
+    w = world(
+        urls=40, hosts=4, crawl_delay_s=Dist.from_mapping(mix), budget_per_day=40.0,
+        duration_days=20, signals=False, seed=9,
+    )  # fmt: skip
+    result = simulate(w, ServicePolicy(params="oracle"), crawls_per_step=5, host_limits=True)
+    hosts = w.host_of[result.crawl_url]
+    daily = np.flatnonzero(w.crawl_delay_s == delay)
+    assert daily.size
+    for h in daily:
+        gaps = np.diff(result.crawl_time[hosts == h])
+        assert gaps.size == 19
+        np.testing.assert_allclose(gaps, delay, rtol=0, atol=1e-6)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("quality", "seed"), [("per_url", 1), ("per_host", 0)])
 def test_the_online_lambda0_settles_within_ten_percent_of_the_solvers(
