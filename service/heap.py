@@ -7,12 +7,15 @@ CPython runs one whenever the objects that reached the oldest generation since t
 last exceed a quarter of it: at steady load, every few hundred thousand leases,
 and every request waiting then waits the whole pass.
 
-Every ``heap_freeze_interval_s`` wall seconds :func:`freeze_pass` collects what is not
-frozen yet (every generation, but only objects tracked since the last pass: cheap) and
-then freezes the survivors (:func:`gc.freeze`): they move to the permanent generation,
-which no collection walks again.  A frozen object is still freed by reference counting
-as soon as nothing refers to it; only a reference cycle that becomes garbage after it
-was frozen stays in memory (the store's records form none).
+Every ``heap_freeze_interval_s`` wall seconds :func:`freeze_pass` collects the two
+young generations (a few thousand objects at most) and freezes every object tracked
+(:func:`gc.freeze`): they move to the permanent generation, which no collection walks
+again, and the oldest generation is never walked at all (right after a bulk
+registration it holds millions of records: a full collection then would be the very
+pause this avoids).  A frozen object is still freed by reference counting as soon as
+nothing refers to it; only a reference cycle that is garbage in the oldest generation
+when frozen, or becomes garbage later, stays in memory (the store's records form
+none; ``python bench/heap.py`` counts the frozen heap under churn).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ __all__ = ["freeze_pass", "run_heap_freezer"]
 
 
 def freeze_pass() -> int:
-    """Collect the unfrozen heap, then freeze what survived; returns the objects the
-    collection found unreachable."""
-    found = gc.collect()
+    """Collect the two young generations, then freeze every object tracked (the oldest
+    generation unscanned: scanning it is the pause this avoids); returns the objects
+    the collection found unreachable."""
+    found = gc.collect(1)
     gc.freeze()
     return found
 

@@ -186,7 +186,7 @@ class Settings(BaseSettings):
         30.0, gt=0, description="wall s before a folder takes over batches another left unfolded"
     )
     heap_freeze_interval_s: float = Field(
-        30.0,
+        1.0,
         ge=0,
         description="memory store: wall s between passes that move the surviving heap out of "
         "the garbage collector's full passes (0: never)",

@@ -1,6 +1,6 @@
-"""The heap freezer: a pass collects the unreachable cycles among the unfrozen objects
-and moves the live ones out of every later collection; the task runs passes on its
-interval and stops on its event."""
+"""The heap freezer: a pass collects the unreachable cycles among the young objects
+and moves every tracked object, the oldest generation's unwalked, out of every later
+collection; the task runs passes on its interval and stops on its event."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ def _tracked(obj: object) -> bool:
 
 
 def test_a_pass_collects_garbage_cycles_and_freezes_the_live_heap() -> None:
+    old = [_Node()]
+    gc.collect()  # `old` is in the oldest generation now; the young ones are empty
+    assert _tracked(old)
     a, b = _Node(), _Node()
     a.other, b.other = b, a  # a cycle: only the collector frees it
     dead = weakref.ref(a)
@@ -41,6 +44,7 @@ def test_a_pass_collects_garbage_cycles_and_freezes_the_live_heap() -> None:
     assert freeze_pass() >= 2  # the two nodes of the cycle (and their dicts)
     assert dead() is None
     assert not _tracked(live)  # in the permanent generation: no collection walks it
+    assert not _tracked(old)
     assert gc.get_freeze_count() > frozen_before
     held = weakref.ref(live[0])
     live.clear()  # frozen, and still freed by reference counting
