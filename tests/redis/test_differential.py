@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -127,6 +127,37 @@ def _assert_same_columns(got: EstimateColumns, want: EstimateColumns) -> None:
         assert a.shape == b.shape and np.array_equal(a, b, equal_nan=True), name
     assert np.array_equal(got.outcome_changed, want.outcome_changed)
     assert np.array_equal(got.outcome_counts, want.outcome_counts)
+
+
+def _polite_records(
+    rng: np.random.Generator,
+    name: str,
+    hosts: int,
+    per_host: Callable[[], int],
+    thr_lo: float,
+    thr_hi: float,
+    scored: Callable[[], float],
+) -> list[UrlRecord]:
+    """URLs without signals on hosts of crawl delay 0.5 s: per host ``per_host()`` URLs,
+    random W and Δ (0.01–2 and 0.01–1 a day), ι uniform in [thr_lo, thr_hi] s, scored
+    for ``scored()``, last crawled up to ``thr_hi`` s before T0."""
+    return [
+        UrlRecord(
+            url=f"https://{name}{h}.example/{j}",
+            host=f"{name}{h}.example",
+            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
+            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
+            recall=0.0,
+            false_signal_rate=0.0,
+            signal_time_equivalent_s=0.0,
+            threshold_s=float(rng.uniform(thr_lo, thr_hi)),
+            scored_lambda=scored(),
+            crawl_delay_s=0.5,
+            last_crawled_at=T0 - float(rng.uniform(0, thr_hi)),
+        )  # fmt: skip
+        for h in range(hosts)
+        for j in range(per_host())
+    ]
 
 
 def _leased(grants: list[LeaseGrant]) -> list[tuple[str, bool]]:
@@ -274,23 +305,7 @@ async def test_dispatch_observations_fold_the_same(server: LocalRedis) -> None:
     """The λ₀ and λ_h the dispatch use case feeds (buffered by the Redis store and folded
     in by its next lease call) end where the memory store's, which folds at once, end."""
     rng = np.random.default_rng(21)
-    records = [
-        UrlRecord(
-            url=f"https://f{h}.example/{j}",
-            host=f"f{h}.example",
-            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
-            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
-            recall=0.0,
-            false_signal_rate=0.0,
-            signal_time_equivalent_s=0.0,
-            threshold_s=float(rng.uniform(1e4, 1e5)),
-            scored_lambda=1e-6,
-            crawl_delay_s=0.5,
-            last_crawled_at=T0 - float(rng.uniform(0, 1e5)),
-        )  # fmt: skip
-        for h in range(30)
-        for j in range(10)
-    ]
+    records = _polite_records(rng, "f", 30, lambda: 10, 1e4, 1e5, lambda: 1e-6)
     redis_store = await RedisStore.connect(server.url, prefix="difflam", shards=16)
     found = []
     try:
@@ -429,23 +444,10 @@ async def test_stale_hosts_in_slices_match(
 
     monkeypatch.setattr(multipliers, "_STALE_SLICE", 16)
     rng = np.random.default_rng(31)
-    records = [
-        UrlRecord(
-            url=f"https://s{h}.example/{j}",
-            host=f"s{h}.example",
-            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
-            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
-            recall=0.0,
-            false_signal_rate=0.0,
-            signal_time_equivalent_s=0.0,
-            threshold_s=float(rng.uniform(1e4, 1e5)),
-            scored_lambda=float(10 ** rng.uniform(-8, -4)),
-            crawl_delay_s=0.5,
-            last_crawled_at=T0 - float(rng.uniform(0, 1e5)),
-        )  # fmt: skip
-        for h in range(1200)
-        for j in range(int(rng.integers(1, 3)))
-    ]
+    records = _polite_records(
+        rng, "s", 1200, lambda: int(rng.integers(1, 3)), 1e4, 1e5,
+        lambda: float(10 ** rng.uniform(-8, -4)),
+    )  # fmt: skip
     fresh = {f"s{h}.example" for h in range(1200) if rng.random() < 0.5}
     redis_store = await RedisStore.connect(server.url, prefix="diffstale", shards=2)
     found = []
@@ -486,23 +488,9 @@ async def test_stats_in_slices_match(server: LocalRedis, monkeypatch: pytest.Mon
 
     monkeypatch.setattr(redis_hosts_module, "_STATS_SLICE", 16)
     rng = np.random.default_rng(41)
-    records = [
-        UrlRecord(
-            url=f"https://t{h}.example/{j}",
-            host=f"t{h}.example",
-            weight=float(rng.uniform(0.01, 2.0)) / 86_400,
-            change_rate=float(rng.uniform(0.01, 1.0)) / 86_400,
-            recall=0.0,
-            false_signal_rate=0.0,
-            signal_time_equivalent_s=0.0,
-            threshold_s=float(rng.uniform(1.0, 1e3)),
-            scored_lambda=1e-6,
-            crawl_delay_s=0.5,
-            last_crawled_at=T0 - float(rng.uniform(0, 1e3)),
-        )  # fmt: skip
-        for h in range(1200)
-        for j in range(int(rng.integers(1, 3)))
-    ]
+    records = _polite_records(
+        rng, "t", 1200, lambda: int(rng.integers(1, 3)), 1.0, 1e3, lambda: 1e-6
+    )
     redis_store = await RedisStore.connect(server.url, prefix="diffstats", shards=2)
     found = []
     try:
