@@ -114,8 +114,6 @@ class History:
         ParameterError
             If the lengths differ.
         """
-        if len(outcomes) != len(clicks):
-            raise ParameterError("`clicks`, `signals`, `exposure`, `outcomes` differ in length")
         return cls.from_windows(clicks, signals, exposure, *windows_end_to_end(outcomes))
 
     @classmethod

@@ -40,12 +40,11 @@ from scheduler_core.estimate.learn import (
 )
 from scheduler_core.estimate.members import members
 from scheduler_core.estimate.rates import decayed_count, decayed_exposure
-from scheduler_core.params import UrlParams
 from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.priors import stack_priors
-from service.scheduler.scoring import freshness_at, thresholds
+from service.scheduler.scoring import freshness_at, params_of_table, thresholds
 from service.settings import Settings
 from service.store.base import ScoredParams, UrlPrior
 from service.store.estimate_columns import EstimateColumns, estimate_table
@@ -216,13 +215,6 @@ def empty_history(m: int) -> History:
     return History.create([0.0] * m, [0.0] * m, [0.0] * m, [()] * m)
 
 
-def _stored_params(cols: EstimateColumns) -> UrlParams:
-    p = cols.params
-    return UrlParams.create(
-        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
-    )
-
-
 async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Learned:
     """Estimate the (non-fixed) URLs of ``cols`` at the clock's now; without
     ``outcomes`` only W and γ (α and θ stay as stored: clicks and signals bring no
@@ -234,7 +226,7 @@ async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> L
     history = history_of(cols, ctx.clock.now(), ctx.settings.estimate_decay_s)
     known = None
     if not outcomes and len(cols):
-        p = _stored_params(cols)
+        p = params_of_table(cols.params)
         precision = np.minimum(p.precision, 1.0 - 1e-16)
         known = (p.unsignalled_change_rate, -np.log1p(-precision))
     est = await _compute(len(cols), estimate, history, priors, known)

@@ -19,10 +19,9 @@ import asyncio
 
 import numpy as np
 
-from scheduler_core.params import UrlParams
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
-from service.scheduler.scoring import thresholds
+from service.scheduler.scoring import params_of_table, thresholds
 from service.store.columns import RescoreColumns
 
 __all__ = ["rescore_once", "run_rescorer"]
@@ -54,9 +53,7 @@ async def rescore_once(ctx: Context) -> int:
     if not total:
         return 0
     p = np.concatenate([c.params for c in slices])
-    params = UrlParams.create(
-        weight=p[:, 0], change_rate=p[:, 1], recall=p[:, 2], false_signal_rate=p[:, 3]
-    )
+    params = params_of_table(p)
     lambdas = np.concatenate([c.row_lambdas() for c in slices])
     args = (params, lambdas, s.value_terms, p[:, 4])
     # a large search in a thread: numpy and scipy release the GIL over large arrays

@@ -54,6 +54,22 @@ def params_of(states: Sequence[_HasParams]) -> UrlParams:
     )
 
 
+def params_of_table(table: FloatArray) -> UrlParams:
+    """The parameter arrays of URLs given as a table whose first four columns are W
+    (1/s), Δ (1/s), recall and ν (1/s), shape (m, ≥ 4) (the stores' ``RescoreColumns``
+    and ``EstimateColumns`` params), each (m,).
+
+    Raises
+    ------
+    ParameterError
+        If a value is out of its range (:meth:`UrlParams.create`).
+    """
+    return UrlParams.create(
+        weight=table[:, 0], change_rate=table[:, 1], recall=table[:, 2],
+        false_signal_rate=table[:, 3],
+    )  # fmt: skip
+
+
 def effective_elapsed(states: Sequence[_HasState], now: float) -> FloatArray:
     """τeff = τ + β·n at ``now`` (s), shape (m,); ``inf`` for never-crawled URLs."""
     last = np.array([np.nan if s.last_crawl_at is None else s.last_crawl_at for s in states])
