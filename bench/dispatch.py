@@ -16,7 +16,10 @@ the other processes' load in each run's phase):
     ``/crawl-result`` (``--event-batch`` events per request, bodies serialised before
     the clock starts): each route alone, then a fixed mix of the three.  The crawl
     results settle the leases of (a) and (c), each once (topped up, untimed, when
-    those are too few); half go to the mix, half to ``/crawl-result`` alone.
+    those are too few); half go to the mix, half to ``/crawl-result`` alone.  A batch
+    the API refuses (``503`` while its fold lags more than ``CRAWLSCHED_FOLD_LAG_S``:
+    backpressure) goes again after its ``Retry-After`` and is counted as refused: the
+    rates are what the fold sustains.
 (d) Redis memory per URL: (``used_memory`` after loading the URLs − ``used_memory`` of
     the empty store) / URLs, from ``INFO memory``; again after dispatching.
 (e) the raw rate of equivalent Redis work on the same server: per dispatched URL

@@ -14,6 +14,14 @@ import contextlib
 import re
 
 
+class Refused(RuntimeError):
+    """The API answered ``503`` with ``Retry-After`` (backpressure: the fold lags)."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class HttpConnection:
     """One keep-alive HTTP/1.1 connection to the API with the least client work per
     request (the timed loops use it: on two cores, httpx's own CPU per request would
@@ -40,8 +48,10 @@ class HttpConnection:
 
         Raises
         ------
+        Refused
+            If the status is 503 with ``Retry-After`` (the request changed nothing).
         RuntimeError
-            If the status is not 200 or the answer has no ``Content-Length``.
+            If the status is another than 200 or the answer has no ``Content-Length``.
         """
         head = b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (method.encode(), path.encode(), self._host)
         if body is not None:
@@ -52,6 +62,9 @@ class HttpConnection:
         if m is None:
             raise RuntimeError(f"answer without Content-Length: {headers[:200]!r}")
         answer = await self._reader.readexactly(int(m.group(1)))
+        wait = re.search(rb"(?im)^retry-after:\s*(\d+)", headers)
+        if headers[9:12] == b"503" and wait is not None:
+            raise Refused(f"{method} {path}: 503 {answer[:300]!r}", float(wait.group(1)))
         if headers[9:12] != b"200":
             raise RuntimeError(f"{method} {path}: {headers[:12].decode()} {answer[:300]!r}")
         return answer

@@ -16,10 +16,10 @@ import json
 import random
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from config import Config, url_of
-from lean_http import HttpConnection, HttpPool
+from lean_http import HttpConnection, HttpPool, Refused
 
 #: Leases (b) wants to settle: enough for the mix and /crawl-result alone at ~10k/s.
 LEASE_POOL = 100_000
@@ -199,6 +199,9 @@ class EventsResult:
     events: dict[str, int]
     accepted: dict[str, int]
     ran_out: bool = False
+    #: events in batches the API refused (503, the fold lagging), by kind; each batch
+    #: went again after its ``Retry-After``
+    refused: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -223,6 +226,7 @@ async def post_events(
     out of leases ends early (the rate counts the time it ran)."""
     events = dict.fromkeys(pattern, 0)
     accepted = dict.fromkeys(pattern, 0)
+    refused = dict.fromkeys(pattern, 0)
     ran_out = False
     conns = [await HttpConnection.open(base) for _ in range(cfg.workers)]
     t0 = time.perf_counter()
@@ -238,7 +242,16 @@ async def post_events(
                 ran_out = True
                 return
             path = RESULT_ROUTE if kind == "result" else ROUTES[kind][0]
-            answer = json.loads(await conn.request("POST", path, body))
+            while True:
+                try:
+                    answer = json.loads(await conn.request("POST", path, body))
+                    break
+                except Refused as no:  # backpressure: the same batch after Retry-After
+                    refused[kind] += cfg.event_batch
+                    wait = min(no.retry_after_s, stop_at - time.perf_counter())
+                    if wait <= 0:
+                        return
+                    await asyncio.sleep(wait)
             events[kind] += answer["accepted"] + len(answer["ignored"])
             accepted[kind] += answer["accepted"]
 
@@ -248,4 +261,4 @@ async def post_events(
     finally:
         for c in conns:
             await c.close()
-    return EventsResult(elapsed, events, accepted, ran_out)
+    return EventsResult(elapsed, events, accepted, ran_out, refused)

@@ -13,7 +13,7 @@ from typing import Any
 from rich.table import Table
 
 from config import LOAD_BATCH
-from phases import RESULT_ROUTE, percentile
+from phases import RESULT_ROUTE, EventsResult, percentile
 from raw_redis import RAW_CLIENTS
 from runner import Report
 
@@ -41,6 +41,12 @@ def raw_cells(rep: Report, kind: str, ours: float) -> tuple[str, str]:
         "\n".join(f"{v:,.0f} {how}" for how, v in raws),
         "\n".join(f"{ours / v:.3f}" if v > 0 else "" for _, v in raws),
     )
+
+
+def refused_note(ev: EventsResult) -> str:
+    """What the API refused of a phase's events (503: its fold lagged), if anything."""
+    n = sum(ev.refused.values())
+    return f", {n:,} refused (fold lag, sent again)" if n else ""
 
 
 def raw_rate(rep: Report, kind: str) -> float:
@@ -135,7 +141,8 @@ def build_table(rep: Report) -> Table:
             f"≥ {TARGETS['events']} × raw",
             verdict(mix.rate >= TARGETS["events"] * raw_rate(rep, "events")),
             *raw_cells(rep, "events", mix.rate),
-            f"{shares}{' (leases ran out)' if mix.ran_out else ''}; {rep.notes['events_mix']}",
+            f"{shares}{' (leases ran out)' if mix.ran_out else ''}{refused_note(mix)}; "
+            f"{rep.notes['events_mix']}",
         )
     for kind, path in (("signal", "/signal"), ("click", "/click"), ("result", RESULT_ROUTE)):
         ev = rep.events.get(kind)
@@ -150,7 +157,8 @@ def build_table(rep: Report) -> Table:
             *raw_cells(rep, "events", ev.rate),
             f"{ev.total:,} events in {ev.seconds:.1f} s, {acc:.0%} accepted"
             f"{f' ({rep.topped_up:,} leases topped up untimed)' if kind == 'result' else ''}"
-            f"{' (leases ran out)' if ev.ran_out else ''}; {rep.notes[f'events_{kind}']}",
+            f"{' (leases ran out)' if ev.ran_out else ''}{refused_note(ev)}; "
+            f"{rep.notes[f'events_{kind}']}",
         )
     for name, ops in rep.redis_benchmark.items():
         t.add_row(
@@ -230,6 +238,7 @@ def report_json(rep: Report) -> dict[str, Any]:
                 "accepted": v.accepted,
                 "seconds": v.seconds,
                 "ran_out": v.ran_out,
+                "refused": v.refused,
             }
             for k, v in rep.events.items()
         },

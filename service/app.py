@@ -26,6 +26,7 @@ from service.errors import (
     InvalidInput,
     NotFound,
     NoWorker,
+    Overloaded,
     StoreUnavailable,
     Unauthenticated,
 )
@@ -241,6 +242,11 @@ def create_app(
     @app.exception_handler(NoWorker)
     async def _no_worker(_: Request, exc: NoWorker) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
+        headers = {"Retry-After": str(exc.retry_after_s)}
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers=headers)
 
     @app.exception_handler(StoreUnavailable)
     async def _unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidInput",
     "NoWorker",
     "NotFound",
+    "Overloaded",
     "ServiceError",
     "StoreUnavailable",
     "Unauthenticated",
@@ -56,6 +57,32 @@ class InvalidInput(ServiceError):
 
 class NotFound(ServiceError):
     """The named URL or host is not registered."""
+
+
+class Overloaded(ServiceError):
+    """The fold lags more than its bound behind the appended events: a batch of events
+    is refused whole, nothing of it appended or settled
+    (:mod:`service.scheduler.admission`).
+
+    Parameters
+    ----------
+    lag_s : float
+        The fold's lag, wall s.
+    bound_s : float
+        The bound (``fold_lag_s``), wall s.
+    retry_after_s : int
+        When to send the batch again, wall s.
+    """
+
+    def __init__(self, lag_s: float, bound_s: float, retry_after_s: int) -> None:
+        super().__init__(
+            f"the fold lags {lag_s:.2f} s behind the appended events, more than "
+            f"CRAWLSCHED_FOLD_LAG_S = {bound_s:g} s: nothing of this batch was applied; "
+            f"send it again after {retry_after_s} s"
+        )
+        self.lag_s = lag_s
+        self.bound_s = bound_s
+        self.retry_after_s = retry_after_s
 
 
 class StoreUnavailable(ServiceError):

@@ -144,6 +144,13 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
+        self.refused = Counter(
+            "crawlsched_events_refused",
+            "Events refused whole (503, nothing applied) while the fold lagged "
+            "more than fold_lag_s behind, by kind",
+            ["kind"],
+            registry=self.registry,
+        )
         self.fold_lag = Gauge(
             "crawlsched_fold_lag_seconds",
             "Age of the oldest appended event (signal, click, crawl result) whose effects "

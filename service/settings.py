@@ -177,7 +177,14 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         description="wall s: the lag the fold aims at; it runs every quarter of it and "
-        "re-estimates for at most half of it per round",
+        "re-estimates for at most half of it per round; with ingest_backpressure, events "
+        "are refused (503) while the fold lags more than this behind",
+    )
+    ingest_backpressure: bool = Field(
+        True,
+        description="refuse batches of signals, clicks and crawl results (503, Retry-After) "
+        "while the fold lags more than fold_lag_s behind, so that due times follow events "
+        "within it",
     )
     fold_batch: int = Field(
         64, ge=1, description="appended batches per shard one fold step reads at most"

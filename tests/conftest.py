@@ -38,8 +38,14 @@ def clock() -> ManualClock:
 def settings() -> Settings:
     # no minimum revisit: the tests of dispatch lease a URL again at once (the frontier
     # controls' tests set their own, tests/api/test_controls.py)
+    # no backpressure: these apps run no fold loop, the tests fold by hand (`fold`);
+    # tests/api/test_backpressure.py tests it
     return Settings(
-        lease_ttl_s=60.0, default_crawl_delay_s=1.0, future_tolerance_s=60.0, min_revisit_s=0.0
+        lease_ttl_s=60.0,
+        default_crawl_delay_s=1.0,
+        future_tolerance_s=60.0,
+        min_revisit_s=0.0,
+        ingest_backpressure=False,
     )
 
 

@@ -13,6 +13,7 @@ from scheduler_core.params import FloatArray
 from service.clock import Clock
 from service.errors import InvalidInput
 from service.metrics import Metrics
+from service.scheduler.admission import IngestGate
 from service.settings import Settings
 from service.store.base import Store
 
@@ -116,6 +117,7 @@ class Context:
     metrics: Metrics
     relearn_queue: RelearnQueue = field(default_factory=RelearnQueue)
     learn_cycle: LearnCycle = field(default_factory=LearnCycle)
+    ingest_gate: IngestGate = field(default_factory=IngestGate)
 
     def __post_init__(self) -> None:
         # the app's latest context is the one serving: its queue is the one reported

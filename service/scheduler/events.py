@@ -4,9 +4,11 @@ Each batch is validated whole before anything is applied: a bad event makes the 
 batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks are
 accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
-(unknown URL, stale signal) in the metrics.  Events come as the pydantic models of
-:mod:`service.schemas` or as the msgspec rows of :mod:`service.event_bodies` (the same
-fields and values).  Crawl results settle their leases at once
+(unknown URL, stale signal) in the metrics.  While the fold lags more than that behind,
+every batch is refused whole (:mod:`service.scheduler.admission`).  Events come as the
+pydantic models of :mod:`service.schemas` or as the msgspec rows of
+:mod:`service.event_bodies` (the same fields and values).  Crawl results settle their
+leases at once
 and are answered per item: a duplicate result, or one for a lease the store does not
 know, is answered and ignored; what must hold at once (the host's back-off or block,
 retirement, redirect targets, ``refetch_after``, the minimum revisit, the host's leases
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from service.errors import InvalidInput
+from service.errors import InvalidInput, Overloaded
 from service.event_bodies import ClickRow, CrawlResultRow, SignalRow
 from service.scheduler.context import Context
 from service.scheduler.idempotency import batch_key
@@ -52,6 +54,24 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
     return BatchOut(accepted=len(statuses) - len(ignored), ignored=ignored)
 
 
+async def _admit(ctx: Context, kind: EventKind, count: int) -> None:
+    """With ``ingest_backpressure``, refuse a batch of ``count`` events while the fold
+    lags more than ``fold_lag_s`` behind (:mod:`service.scheduler.admission`).
+
+    Raises
+    ------
+    Overloaded
+        It lags more: nothing of the batch may change (counted by kind in the metrics).
+    """
+    if not ctx.settings.ingest_backpressure:
+        return
+    try:
+        await ctx.ingest_gate.admit(ctx.store, ctx.settings.fold_lag_s)
+    except Overloaded:
+        ctx.metrics.refused.labels(kind.value).inc(count)
+        raise
+
+
 async def _append(
     ctx: Context,
     kind: EventKind,
@@ -62,6 +82,7 @@ async def _append(
     ctx.check_batch(field, len(items))
     ctx.check_times(field, "time", (i.time for i in items), ctx.clock.now())
     times = np.fromiter((i.time for i in items), dtype=np.float64, count=len(items))
+    await _admit(ctx, kind, len(items))
     batch = EventBatch(kind, [i.url for i in items], times)
     await ctx.store.append_events(batch, batch_key(ctx, kind.value, key, items))
     ctx.metrics.appended.labels(kind.value).inc(len(items))
@@ -80,6 +101,9 @@ async def ingest_signals(
     ------
     InvalidInput
         Batch too large or an event time in the future.
+    Overloaded
+        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        behind (:mod:`service.scheduler.admission`): nothing was appended.
     """
     return await _append(ctx, EventKind.SIGNAL, items, key)
 
@@ -94,6 +118,9 @@ async def ingest_clicks(
     ------
     InvalidInput
         Batch too large or an event time in the future.
+    Overloaded
+        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        behind (:mod:`service.scheduler.admission`): nothing was appended.
     """
     return await _append(ctx, EventKind.CLICK, items, key)
 
@@ -116,10 +143,14 @@ async def ingest_results(
         Batch too large, a fetch time in the future, a lease issued for another
         URL, or a fetch time earlier than its lease's issue time by more than the
         crawlers' clock skew (``future_tolerance_s`` wall seconds).
+    Overloaded
+        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        behind: nothing was settled.
     """
     ctx.check_batch("results", len(items))
     now = ctx.clock.now()
     ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), now)
+    await _admit(ctx, EventKind.RESULT, len(items))
     known = await ctx.store.lease_status([i.lease_id for i in items])
     skew = ctx.settings.future_tolerance_s * ctx.clock.rate
     for k, (item, lease) in enumerate(zip(items, known, strict=True)):

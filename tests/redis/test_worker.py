@@ -1,7 +1,9 @@
 """A Redis deployment without a ``crawlsched worker`` is reported unhealthy (``/healthz``
 503 naming the reason, ``crawlsched_worker_up 0``); once a real worker subprocess runs
 it is healthy, and the worker folds what the API appended; when the worker stops, its
-heartbeat lapses and the deployment is unhealthy again."""
+heartbeat lapses and the deployment is unhealthy again.  Without a worker the appended
+events wait: once they wait longer than ``CRAWLSCHED_FOLD_LAG_S``, signals and clicks
+are refused (503, backpressure) until the worker has caught up."""
 
 from __future__ import annotations
 
@@ -52,13 +54,23 @@ def test_healthz_needs_a_live_worker_and_the_worker_folds() -> None:
             clicks = [{"url": URL, "time": time.time() - 1.0} for _ in range(3)]
             assert http.post("/click", json={"clicks": clicks}).json()["accepted"] == 3
             assert http.get(f"/urls/{URL}").json()["clicks"] == 0  # appended, not folded
-            assert _gauge(http, "crawlsched_fold_lag_seconds") >= 0
+            # no worker folds: once the clicks wait longer than CRAWLSCHED_FOLD_LAG_S, more
+            # are refused whole (backpressure), nothing appended
+            time.sleep(1.0)
+            assert _gauge(http, "crawlsched_fold_lag_seconds") > 0.5
+            refused = http.post("/click", json={"clicks": clicks})
+            assert refused.status_code == 503
+            assert int(refused.headers["Retry-After"]) >= 1
+            assert "the fold lags" in refused.json()["detail"]
 
             with served_worker(env):
                 assert _until(lambda: http.get("/healthz").status_code == 200)
                 assert _gauge(http, "crawlsched_worker_up") == 1
                 assert _until(lambda: http.get(f"/urls/{URL}").json()["clicks"] == 3)
                 assert _gauge(http, "crawlsched_fold_lag_seconds") == 0
+                time.sleep(0.5)  # the API reads the lag again: clicks are accepted again
+                assert http.post("/click", json={"clicks": clicks}).json()["accepted"] == 3
+                assert _until(lambda: http.get(f"/urls/{URL}").json()["clicks"] == 6)
             # the worker stopped: its heartbeat lapses after its TTL
             assert _until(lambda: http.get("/healthz").status_code == 503)
             assert _gauge(http, "crawlsched_worker_up") == 0
