@@ -104,8 +104,19 @@ class UrlParams:
             If a weight, change rate or false-signal rate is negative or not
             finite, a recall lies outside [0, 1], or the lengths disagree.
         """
-        sizes = {np.size(v) for v in (weight, change_rate, recall, false_signal_rate)}
-        m = max(sizes)
+        given = [np.asarray(v, dtype=np.float64) for v in (weight, change_rate, recall,
+                                                          false_signal_rate)]  # fmt: skip
+        m = max(a.size for a in given)
+        if all(a.ndim == 0 or a.shape == (m,) for a in given):
+            # the common case in one pass over the four: all finite and >= 0, recall <= 1
+            table = np.empty((4, m))
+            for row, a in zip(table, given, strict=True):
+                row[...] = a
+            if np.isfinite(table).all() and (table >= 0).all() and (table[2] <= 1).all():
+                w, d, r, nu = table
+                r = np.where(nu > 0, np.minimum(r, MAX_RECALL_WITH_FALSE_SIGNALS), r)
+                return cls(w, d, r, nu)
+        # otherwise field by field, for the error that names the first bad one
         w = as_float_array("weight", weight, m)
         d = as_float_array("change_rate", change_rate, m)
         r = as_float_array("recall", recall, m)
