@@ -177,14 +177,20 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         description="wall s: the lag the fold aims at; it runs every quarter of it and "
-        "re-estimates for at most half of it per round; with ingest_backpressure, events "
-        "are refused (503) while the fold lags more than this behind",
+        "re-estimates for at most half of it per round; the default bound of "
+        "ingest_backpressure",
     )
     ingest_backpressure: bool = Field(
         True,
         description="refuse batches of signals, clicks and crawl results (503, Retry-After) "
-        "while the fold lags more than fold_lag_s behind, so that due times follow events "
-        "within it",
+        "while the fold lags more than ingest_max_lag_s behind, so that due times follow "
+        "events within it",
+    )
+    ingest_max_lag_s: float | None = Field(
+        None,
+        gt=0,
+        le=3600,
+        description="wall s: the lag bound of ingest_backpressure (None: fold_lag_s)",
     )
     fold_batch: int = Field(
         64, ge=1, description="appended batches per shard one fold step reads at most"

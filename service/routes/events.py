@@ -31,8 +31,8 @@ async def post_signals(
     """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow): accepted once
     durably appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; what became
     of each (``unknown_url``, ``stale``) is counted in ``crawlsched_events_total``.  While
-    the fold lags more than that behind, the batch is refused whole: ``503`` with
-    ``Retry-After``, nothing appended."""
+    the fold lags more than ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default: the same) behind,
+    the batch is refused whole: ``503`` with ``Retry-After``, nothing appended."""
     return batch_response(await events.ingest_signals(ctx, body.signals, idempotency_key))
 
 
@@ -44,8 +44,9 @@ async def post_clicks(
 ) -> Response:
     """Requests (clicks) for cached copies, the importance signal: accepted once durably
     appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; clicks of unknown URLs
-    are counted in ``crawlsched_events_total``.  While the fold lags more than that
-    behind, the batch is refused whole: ``503`` with ``Retry-After``, nothing appended."""
+    are counted in ``crawlsched_events_total``.  While the fold lags more than
+    ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default: the same) behind, the batch is refused
+    whole: ``503`` with ``Retry-After``, nothing appended."""
     return batch_response(await events.ingest_clicks(ctx, body.clicks, idempotency_key))
 
 
@@ -60,8 +61,9 @@ async def post_results(
 ) -> Response:
     """Outcomes of leased fetches: each lease settles at once, exactly once, and each
     result is answered (``duplicate``, ``unknown_lease``, ``stale`` are ignored).  While
-    the fold lags more than ``CRAWLSCHED_FOLD_LAG_S`` behind, the batch is refused
-    whole: ``503`` with ``Retry-After``, nothing settled."""
+    the fold lags more than ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default
+    ``CRAWLSCHED_FOLD_LAG_S``) behind, the batch is refused whole: ``503`` with
+    ``Retry-After``, nothing settled."""
     return batch_response(await events.ingest_results(ctx, body.results, idempotency_key))
 
 

@@ -5,13 +5,14 @@ settled, and the fold applies them (re-estimating the URLs) within ``fold_lag_s`
 (:mod:`service.scheduler.fold`).  When events come faster than the fold applies them,
 the lag would grow without bound and due times would follow the events later and later.
 With ``ingest_backpressure`` (default on) a batch of signals, clicks or crawl results
-is refused while the fold lags more than ``fold_lag_s`` behind: nothing of it is
+is refused while the fold lags more than ``ingest_max_lag_s`` (default ``fold_lag_s``)
+behind: nothing of it is
 appended or settled, and the caller is told to send it again after ``Retry-After``
 seconds (``503``; the clients of :mod:`crawlsched.client` and :mod:`service.client` do).
 
 The lag is the one ``/metrics`` exports (``crawlsched_fold_lag_seconds``: events not yet
 folded, or folded and their URL not yet re-estimated), read from the store at most every
-quarter of ``fold_lag_s`` per process, so the check costs no round trip per request.
+quarter of that bound per process, so the check costs no round trip per request.
 Source: ``docs/operations.md``, "Backpressure".
 """
 

@@ -4,7 +4,7 @@ Each batch is validated whole before anything is applied: a bad event makes the 
 batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks are
 accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
-(unknown URL, stale signal) in the metrics.  While the fold lags more than that behind,
+(unknown URL, stale signal) in the metrics.  While the fold lags more than a bound behind,
 every batch is refused whole (:mod:`service.scheduler.admission`).  Events come as the
 pydantic models of :mod:`service.schemas` or as the msgspec rows of
 :mod:`service.event_bodies` (the same fields and values).  Crawl results settle their
@@ -40,7 +40,7 @@ from service.store.base import (
     is_back_off,
 )
 
-__all__ = ["ingest_clicks", "ingest_results", "ingest_signals"]
+__all__ = ["admit_results", "ingest_clicks", "ingest_results", "ingest_signals"]
 
 
 def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOut:
@@ -56,20 +56,33 @@ def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOu
 
 async def _admit(ctx: Context, kind: EventKind, count: int) -> None:
     """With ``ingest_backpressure``, refuse a batch of ``count`` events while the fold
-    lags more than ``fold_lag_s`` behind (:mod:`service.scheduler.admission`).
+    lags more than ``ingest_max_lag_s`` behind (:mod:`service.scheduler.admission`).
 
     Raises
     ------
     Overloaded
         It lags more: nothing of the batch may change (counted by kind in the metrics).
     """
-    if not ctx.settings.ingest_backpressure:
+    s = ctx.settings
+    if not s.ingest_backpressure:
         return
     try:
-        await ctx.ingest_gate.admit(ctx.store, ctx.settings.fold_lag_s)
+        await ctx.ingest_gate.admit(ctx.store, s.ingest_max_lag_s or s.fold_lag_s)
     except Overloaded:
         ctx.metrics.refused.labels(kind.value).inc(count)
         raise
+
+
+async def admit_results(ctx: Context, count: int) -> None:
+    """Let a batch of ``count`` crawl results through, or refuse it, as
+    :func:`ingest_results` would (then pass it ``admitted=True``).
+
+    Raises
+    ------
+    Overloaded
+        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s`` behind.
+    """
+    await _admit(ctx, EventKind.RESULT, count)
 
 
 async def _append(
@@ -102,7 +115,7 @@ async def ingest_signals(
     InvalidInput
         Batch too large or an event time in the future.
     Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s``
         behind (:mod:`service.scheduler.admission`): nothing was appended.
     """
     return await _append(ctx, EventKind.SIGNAL, items, key)
@@ -119,14 +132,18 @@ async def ingest_clicks(
     InvalidInput
         Batch too large or an event time in the future.
     Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s``
         behind (:mod:`service.scheduler.admission`): nothing was appended.
     """
     return await _append(ctx, EventKind.CLICK, items, key)
 
 
 async def ingest_results(
-    ctx: Context, items: Sequence[CrawlResultIn | CrawlResultRow], key: str | None = None
+    ctx: Context,
+    items: Sequence[CrawlResultIn | CrawlResultRow],
+    key: str | None = None,
+    *,
+    admitted: bool = False,
 ) -> BatchOut:
     """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time
     (under its stored parameters; the fold re-estimates them within ``fold_lag_s``).
@@ -135,7 +152,8 @@ async def ingest_results(
     error) keeps the old copy and retries after ``retry_delay_s``.  A result for a
     lease the store has no record of (never issued, forgotten, or lost with an
     embedded store's restart) is answered ``unknown_lease``.  ``key``: the batch's
-    idempotency key.
+    idempotency key.  ``admitted``: the caller has let the batch through
+    :func:`admit_results` already (it had work to do first that must not happen twice).
 
     Raises
     ------
@@ -144,13 +162,14 @@ async def ingest_results(
         URL, or a fetch time earlier than its lease's issue time by more than the
         crawlers' clock skew (``future_tolerance_s`` wall seconds).
     Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``fold_lag_s``
+        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s``
         behind: nothing was settled.
     """
     ctx.check_batch("results", len(items))
     now = ctx.clock.now()
     ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), now)
-    await _admit(ctx, EventKind.RESULT, len(items))
+    if not admitted:
+        await _admit(ctx, EventKind.RESULT, len(items))
     known = await ctx.store.lease_status([i.lease_id for i in items])
     skew = ctx.settings.future_tolerance_s * ctx.clock.rate
     for k, (item, lease) in enumerate(zip(items, known, strict=True)):

@@ -72,7 +72,7 @@ async def test_events_wait_for_a_lagging_fold(app: FastAPI, clock: ManualClock) 
             assert refused.status_code == 503
             assert refused.headers["Retry-After"] == "1"
             assert "the fold lags" in refused.json()["detail"]
-            assert "CRAWLSCHED_FOLD_LAG_S" in refused.json()["detail"]
+            assert "CRAWLSCHED_INGEST_MAX_LAG_S" in refused.json()["detail"]
         # a bad batch is still a 422, not a 503
         bad = await api.post("/click", json={"clicks": [{"url": URL, "time": "x"}]})
         assert bad.status_code == 422
