@@ -60,9 +60,8 @@ class NotFound(ServiceError):
 
 
 class Overloaded(ServiceError):
-    """The fold lags more than its bound behind the appended events: a batch of events
-    is refused whole, nothing of it appended or settled
-    (:mod:`service.scheduler.admission`).
+    """The fold lags more than its bound behind the appended events: a batch of signals
+    or clicks is refused whole, nothing of it appended (:mod:`service.scheduler.admission`).
 
     Parameters
     ----------

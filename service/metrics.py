@@ -146,7 +146,7 @@ class Metrics:
         )
         self.refused = Counter(
             "crawlsched_events_refused",
-            "Events refused whole (503, nothing applied) while the fold lagged "
+            "Signals and clicks refused whole (503, nothing appended) while the fold lagged "
             "more than fold_lag_s behind, by kind",
             ["kind"],
             registry=self.registry,

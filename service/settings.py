@@ -182,9 +182,8 @@ class Settings(BaseSettings):
     )
     ingest_backpressure: bool = Field(
         True,
-        description="refuse batches of signals, clicks and crawl results (503, Retry-After) "
-        "while the fold lags more than ingest_max_lag_s behind, so that due times follow "
-        "events within it",
+        description="refuse batches of signals and clicks (503, Retry-After) while the fold "
+        "lags more than ingest_max_lag_s behind, so that due times follow them within it",
     )
     ingest_max_lag_s: float | None = Field(
         None,

@@ -4,8 +4,7 @@ whose leases last ``delay_requestable``.
 
 Each item gets one :class:`Ack`: ``OK`` (applied, or applied before), ``SKIPPED``
 (never applicable: a malformed URL, a result for a lease that is gone; do not send it
-again) or ``FAIL`` (the store did not answer, or the fold lags behind: backpressure;
-send it again).
+again) or ``FAIL`` (the store did not answer; send it again).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from service.grpc.mapping import (
 )
 from service.scheduler.context import Context
 from service.scheduler.dispatch import dispatch
-from service.scheduler.events import admit_results, ingest_results
+from service.scheduler.events import ingest_results
 from service.scheduler.queues import signature_changes, url_states
 from service.scheduler.registry import register
 from service.schemas import CrawlResultIn, UrlIn
@@ -123,9 +122,6 @@ async def put_known(
     ------
     StoreUnavailable
         If the store does not answer.
-    Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s``
-        behind: nothing was settled (nor the signature kept).
     """
     item = _url_in(info)
     if item is None:
@@ -145,8 +141,6 @@ async def put_known(
         if state.lease_id is None:
             return Ack.SKIPPED  # nothing to settle: its lease expired and it is queued again
         lease_id = state.lease_id
-    # refused before the signature is kept: sent again, it must compare as now
-    await admit_results(ctx, 1)
     changed = await _changed(ctx, item.url, status, meta)
     try:
         result = CrawlResultIn(
@@ -160,7 +154,7 @@ async def put_known(
             refetch_after=float(refetchable_from_date) if refetchable_from_date else None,
             retire=refetchable_from_date == 0,
         )
-        answer = await ingest_results(ctx, [result], admitted=True)
+        answer = await ingest_results(ctx, [result])
     except (ValidationError, InvalidInput):
         return Ack.SKIPPED  # a lease id of another URL, or not one of ours
     if answer.accepted or any(i.status == "duplicate" for i in answer.ignored):

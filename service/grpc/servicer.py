@@ -18,7 +18,7 @@ import grpc
 from pydantic import ValidationError
 
 from service.auth import Role, TokenTable
-from service.errors import InvalidInput, NotFound, Overloaded, StoreUnavailable
+from service.errors import InvalidInput, NotFound, StoreUnavailable
 from service.grpc import urlfrontier_pb2 as pb
 from service.grpc.auth import admit
 from service.grpc.frontier import Ack, discover, lease, put_known
@@ -159,7 +159,7 @@ class FrontierServicer:
                     )
                 else:
                     ack = Ack.SKIPPED  # neither discovered nor known
-            except (StoreUnavailable, Overloaded) as exc:
+            except StoreUnavailable as exc:
                 log.warning("PutURLs: %s not applied: %s", ident, exc)
                 ack = Ack.FAIL
             yield pb.AckMessage(ID=ident, status=ack.value)

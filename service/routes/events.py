@@ -60,10 +60,8 @@ async def post_results(
     body: CrawlResultsIn, ctx: CtxDep, idempotency_key: IdempotencyKeyHeader = None
 ) -> Response:
     """Outcomes of leased fetches: each lease settles at once, exactly once, and each
-    result is answered (``duplicate``, ``unknown_lease``, ``stale`` are ignored).  While
-    the fold lags more than ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default
-    ``CRAWLSCHED_FOLD_LAG_S``) behind, the batch is refused whole: ``503`` with
-    ``Retry-After``, nothing settled."""
+    result is answered (``duplicate``, ``unknown_lease``, ``stale`` are ignored); never
+    refused for the fold's lag."""
     return batch_response(await events.ingest_results(ctx, body.results, idempotency_key))
 
 

@@ -1,14 +1,15 @@
-"""Backpressure on the event streams: the fold's lag stays bounded.
+"""Backpressure on the signal and click streams: the fold's lag stays bounded.
 
-Signals and clicks are acknowledged once appended, crawl results once their leases are
-settled, and the fold applies them (re-estimating the URLs) within ``fold_lag_s``
-(:mod:`service.scheduler.fold`).  When events come faster than the fold applies them,
-the lag would grow without bound and due times would follow the events later and later.
-With ``ingest_backpressure`` (default on) a batch of signals, clicks or crawl results
-is refused while the fold lags more than ``ingest_max_lag_s`` (default ``fold_lag_s``)
-behind: nothing of it is
-appended or settled, and the caller is told to send it again after ``Retry-After``
-seconds (``503``; the clients of :mod:`crawlsched.client` and :mod:`service.client` do).
+Signals and clicks are acknowledged once appended, and the fold applies them
+(re-estimating the URLs) within ``fold_lag_s`` (:mod:`service.scheduler.fold`).  When
+they come faster than the fold applies them, the lag would grow without bound and due
+times would follow them later and later.  With ``ingest_backpressure`` (default on) a
+batch of signals or clicks is refused while the fold lags more than
+``ingest_max_lag_s`` (default ``fold_lag_s``) behind: nothing of it is appended, and
+the caller is told to send it again after ``Retry-After`` seconds (``503``; the clients
+of :mod:`crawlsched.client` and :mod:`service.client` do).  Crawl results are never
+refused: each settles a lease at once, refusing them would stall the crawl itself, and
+their pace is the leases ``/next`` hands out.
 
 The lag is the one ``/metrics`` exports (``crawlsched_fold_lag_seconds``: events not yet
 folded, or folded and their URL not yet re-estimated), read from the store at most every

@@ -5,7 +5,7 @@ batch fail with :class:`InvalidInput` and nothing changes.  Signals and clicks a
 accepted once appended (:meth:`~service.store.base.Store.append_events`); the fold
 (:mod:`service.scheduler.fold`) applies them within ``fold_lag_s`` and classifies them
 (unknown URL, stale signal) in the metrics.  While the fold lags more than a bound behind,
-every batch is refused whole (:mod:`service.scheduler.admission`).  Events come as the
+every batch of them is refused whole (:mod:`service.scheduler.admission`).  Events come as the
 pydantic models of :mod:`service.schemas` or as the msgspec rows of
 :mod:`service.event_bodies` (the same fields and values).  Crawl results settle their
 leases at once
@@ -40,7 +40,7 @@ from service.store.base import (
     is_back_off,
 )
 
-__all__ = ["admit_results", "ingest_clicks", "ingest_results", "ingest_signals"]
+__all__ = ["ingest_clicks", "ingest_results", "ingest_signals"]
 
 
 def _answer(ctx: Context, kind: str, statuses: Sequence[EventStatus]) -> BatchOut:
@@ -71,18 +71,6 @@ async def _admit(ctx: Context, kind: EventKind, count: int) -> None:
     except Overloaded:
         ctx.metrics.refused.labels(kind.value).inc(count)
         raise
-
-
-async def admit_results(ctx: Context, count: int) -> None:
-    """Let a batch of ``count`` crawl results through, or refuse it, as
-    :func:`ingest_results` would (then pass it ``admitted=True``).
-
-    Raises
-    ------
-    Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s`` behind.
-    """
-    await _admit(ctx, EventKind.RESULT, count)
 
 
 async def _append(
@@ -142,8 +130,6 @@ async def ingest_results(
     ctx: Context,
     items: Sequence[CrawlResultIn | CrawlResultRow],
     key: str | None = None,
-    *,
-    admitted: bool = False,
 ) -> BatchOut:
     """Settle leases with fetch outcomes: τ resets, the URL is queued at its new due time
     (under its stored parameters; the fold re-estimates them within ``fold_lag_s``).
@@ -152,8 +138,7 @@ async def ingest_results(
     error) keeps the old copy and retries after ``retry_delay_s``.  A result for a
     lease the store has no record of (never issued, forgotten, or lost with an
     embedded store's restart) is answered ``unknown_lease``.  ``key``: the batch's
-    idempotency key.  ``admitted``: the caller has let the batch through
-    :func:`admit_results` already (it had work to do first that must not happen twice).
+    idempotency key.
 
     Raises
     ------
@@ -161,15 +146,10 @@ async def ingest_results(
         Batch too large, a fetch time in the future, a lease issued for another
         URL, or a fetch time earlier than its lease's issue time by more than the
         crawlers' clock skew (``future_tolerance_s`` wall seconds).
-    Overloaded
-        With ``ingest_backpressure``, while the fold lags more than ``ingest_max_lag_s``
-        behind: nothing was settled.
     """
     ctx.check_batch("results", len(items))
     now = ctx.clock.now()
     ctx.check_times("results", "fetched_at", (i.fetched_at for i in items), now)
-    if not admitted:
-        await _admit(ctx, EventKind.RESULT, len(items))
     known = await ctx.store.lease_status([i.lease_id for i in items])
     skew = ctx.settings.future_tolerance_s * ctx.clock.rate
     for k, (item, lease) in enumerate(zip(items, known, strict=True)):

@@ -20,7 +20,6 @@ import redis
 from service.app import control_rules, create_app
 from service.clock import ManualClock
 from service.grpc import urlfrontier_pb2_grpc
-from service.scheduler.context import Context
 from service.settings import Settings
 from service.store.base import Store
 from service.store.memory import MemoryStore
@@ -39,7 +38,6 @@ class Frontier:
     clock: ManualClock
     port: int
     store: Store
-    ctx: Context
 
 
 def bearer(token: str | None) -> tuple[tuple[str, str], ...]:
@@ -79,15 +77,12 @@ Serve = Callable[..., Any]
 
 @pytest.fixture(params=["memory", "redis"])
 def serve(request: pytest.FixtureRequest) -> Serve:
-    """``async with serve(**settings) as frontier``: the app served over this store
-    (``frontier.store`` names it: ``memory`` or ``redis``)."""
+    """``async with serve(**settings) as frontier``: the app served over this store."""
 
     @asynccontextmanager
     async def serving(**overrides: Any) -> AsyncIterator[Frontier]:
-        # no backpressure unless a test asks: no worker folds for the Redis store here
         options: dict[str, Any] = {
             "lease_ttl_s": 60.0, "default_crawl_delay_s": 0.5, "future_tolerance_s": 60.0,
-            "ingest_backpressure": False,
         }  # fmt: skip
         settings = Settings(**(options | overrides))
         server = request.getfixturevalue("grpc_redis") if request.param == "redis" else None
@@ -100,6 +95,6 @@ def serve(request: pytest.FixtureRequest) -> Serve:
                 port = app.state.grpc_port
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                     stub = urlfrontier_pb2_grpc.URLFrontierStub(channel)
-                    yield Frontier(stub, http, clock, port, store, app.state.context)
+                    yield Frontier(stub, http, clock, port, store)
 
     return serving

@@ -3,7 +3,6 @@ discovered, GetURLs, PutURLs known with a signature, GetStats."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -11,11 +10,10 @@ import grpc
 import pytest
 
 from service.grpc import urlfrontier_pb2 as pb
-from service.scheduler.fold import fold_now
 from urlfrontier.conftest import Serve
 
 pytestmark = pytest.mark.anyio
-OK, SKIPPED, FAIL = pb.AckMessage.OK, pb.AckMessage.SKIPPED, pb.AckMessage.FAIL
+OK, SKIPPED = pb.AckMessage.OK, pb.AckMessage.SKIPPED
 
 
 def discovered(url: str, ident: str = "") -> pb.URLItem:
@@ -209,29 +207,3 @@ async def test_another_crawl_id_is_refused_with_a_reason(serve: Serve) -> None:
         assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert (await f.stub.GetStats(pb.QueueWithinCrawlParams(crawlID="DEFAULT"))).size == 0
         assert await get(f.stub, anyCrawlID=pb.AnyCrawlID()) == []
-
-
-async def test_known_items_fail_while_the_fold_lags(serve: Serve) -> None:
-    """Backpressure: once a click waits unfolded longer than ``ingest_max_lag_s`` (the
-    app's fold runs every 15 s here), a known item is acknowledged ``FAIL`` (send it
-    again): nothing settled, its signature not kept; once folded, the same item settles
-    and its signature compares as it would have the first time."""
-    async with serve(ingest_backpressure=True, fold_lag_s=60.0, ingest_max_lag_s=0.2) as f:
-        url = "https://a.example/p"
-        await put(f.stub, [discovered(url)])
-        first = await _crawl_again(f, url, signature="v1")
-        assert first["crawlsched.crawls"] == "1"
-        f.clock.advance(86_400.0 * 365)
-        (info,) = [i for i in await get(f.stub) if i.url == url]
-        click = {"clicks": [{"url": url, "time": f.clock.now()}]}
-        assert (await f.http.post("/click", json=click)).is_success
-        await asyncio.sleep(0.5)  # the click waits, unfolded, longer than the bound
-        (ack,) = await put(f.stub, [known(info, signature="v2")])
-        assert ack.status == FAIL
-        assert (await status(f.stub, url))[0]["crawlsched.crawls"] == "1"
-        await fold_now(f.ctx)
-        await asyncio.sleep(0.1)  # the API reads the lag again: 0 now
-        (ack,) = await put(f.stub, [known(info, signature="v2")])
-        assert ack.status == OK
-        meta = (await status(f.stub, url))[0]
-        assert (meta["crawlsched.crawls"], meta["crawlsched.changes"]) == ("2", "1")
