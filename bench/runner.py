@@ -9,6 +9,7 @@ on the same Redis once the API has stopped (:mod:`raw_redis`), and returns a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import itertools
 import math
@@ -38,7 +39,7 @@ from phases import (
 from raw_redis import RAW_CLIENTS, raw_dispatch, raw_events, raw_prepare, redis_benchmark
 from registration import LoadResult, load_direct, load_via_api
 from sampling import Meter, child_pid, py_spy, sample_key_memory, used_memory
-from service.loadgen.demo import served_app
+from service.loadgen.demo import served_app, served_worker
 from service.store.redis.local import LocalRedis
 from service.store.redis.tuning import LISTPACK_SETTINGS
 
@@ -106,12 +107,16 @@ async def run(cfg: Config, console: Console) -> Report:
             env["CRAWLSCHED_STORE"] = server.url
         else:  # the embedded store: everything through the API, however long it takes
             cfg = dataclasses.replace(cfg, load_budget=math.inf)
-        with served_app(env) as base:
+        with contextlib.ExitStack() as stack:
+            # the worker beside a Redis-backed API as a deployment runs it, metered apart
+            base = stack.enter_context(served_app(env, worker=False))
+            worker_base = stack.enter_context(served_worker(env)) if on_redis else None
             api_pid = child_pid("-m service serve")  # served_app runs `python -m service serve`
-            meter = Meter(api_pid, server.process.pid, admin, base)
+            worker_pid = child_pid("-m service worker") if on_redis else None
+            meter = Meter(api_pid, server.process.pid, admin, base, worker_pid, worker_base)
             console.log(
-                f"redis pid {server.process.pid} port {server.port}; API pid {api_pid} "
-                f"({cfg.store} store)"
+                f"redis pid {server.process.pid} port {server.port}; API pid {api_pid}"
+                f"{f', worker pid {worker_pid}' if worker_pid else ''} ({cfg.store} store)"
             )
             rep.mem_empty = used_memory(admin)
 

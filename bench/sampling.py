@@ -55,14 +55,18 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rescored_urls(base: str | None) -> float:
-    """The API's ``crawlsched_rescored_urls_total`` (URL thresholds its background
-    rescorer recomputed so far); NaN when unknown."""
-    if base is None:
-        return float("nan")
-    text = httpx.get(f"{base}/metrics", timeout=30).text
-    m = re.search(r"^crawlsched_rescored_urls_total (\S+)$", text, re.M)
-    return float(m.group(1)) if m else float("nan")
+def rescored_urls(*bases: str | None) -> float:
+    """``crawlsched_rescored_urls_total`` (URL thresholds a background rescorer
+    recomputed so far) summed over the processes whose metrics are at ``bases`` (the
+    API's, a worker's metrics port; None: none); NaN when unknown."""
+    total = 0.0
+    for base in bases:
+        if base is None:
+            continue
+        text = httpx.get(f"{base}/metrics", timeout=30).text
+        m = re.search(r"^crawlsched_rescored_urls_total (\S+)$", text, re.M)
+        total += float(m.group(1)) if m else float("nan")
+    return total
 
 
 def machine_busy_seconds() -> float:
@@ -74,14 +78,16 @@ def machine_busy_seconds() -> float:
 
 @dataclass
 class Meter:
-    """CPU shares (of one core) of the API, Redis and this client over one window,
-    Redis's own ``EVALSHA`` time (``INFO commandstats``) and the URLs the API's
-    background rescorer recomputed meanwhile."""
+    """CPU shares (of one core) of the API, its worker (Redis store), Redis and this
+    client over one window, Redis's own ``EVALSHA`` time (``INFO commandstats``) and the
+    URLs the background rescorer (the API's, or the worker's) recomputed meanwhile."""
 
     api_pid: int | None
     redis_pid: int | None
     admin: redis.Redis
     base: str | None = None
+    worker_pid: int | None = None
+    worker_base: str | None = None  # the worker's metrics port
     wall: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)
     evalsha_calls: int = 0
@@ -91,10 +97,11 @@ class Meter:
     @contextlib.contextmanager
     def window(self) -> Iterator[Meter]:
         """Measure the ``with`` body."""
-        rescored0 = rescored_urls(self.base)
+        rescored0 = rescored_urls(self.base, self.worker_base)
         self.admin.config_resetstat()
         t0, me0 = time.perf_counter(), time.process_time()
         api0, red0 = cpu_seconds(self.api_pid), cpu_seconds(self.redis_pid)
+        worker0 = cpu_seconds(self.worker_pid) if self.worker_pid else 0.0
         all0 = machine_busy_seconds()
         yield self
         self.wall = time.perf_counter() - t0
@@ -103,18 +110,21 @@ class Meter:
             "redis": (cpu_seconds(self.redis_pid) - red0) / self.wall,
             "bench": (time.process_time() - me0) / self.wall,
         }
+        if self.worker_pid:
+            self.cpu["worker"] = (cpu_seconds(self.worker_pid) - worker0) / self.wall
         self.cpu["others"] = (machine_busy_seconds() - all0) / self.wall - sum(self.cpu.values())
         stats = self.admin.info("commandstats")
         ev = stats.get("cmdstat_evalsha", {})
         self.evalsha_calls, self.evalsha_usec = int(ev.get("calls", 0)), float(ev.get("usec", 0))
-        self.rescored = rescored_urls(self.base) - rescored0
+        self.rescored = rescored_urls(self.base, self.worker_base) - rescored0
 
     def note(self, units: float = 0.0, unit: str = "") -> str:
         """CPU shares, Redis time and rescoring, in words; with ``units`` (URLs, events)
         done in the window, the API's CPU and Redis's script time per ``unit`` too."""
         c = self.cpu
+        worker = f"worker {c['worker']:.0%}, " if "worker" in c else ""
         text = (
-            f"CPU api {c['api']:.0%}, redis {c['redis']:.0%}, client {c['bench']:.0%}, "
+            f"CPU api {c['api']:.0%}, {worker}redis {c['redis']:.0%}, client {c['bench']:.0%}, "
             f"other processes {max(0.0, c['others']):.0%}"
         )
         if self.evalsha_calls:
@@ -126,7 +136,7 @@ class Meter:
             text += f"; per {unit}: API CPU {api_us:,.0f} µs, Redis scripts "
             text += f"{self.evalsha_usec / units:,.0f} µs"
         if self.rescored > 0:
-            text += f"; background rescorer: {self.rescored:,.0f} URLs"
+            text += f"; background rescoring: {self.rescored:,.0f} URLs"
         return text
 
     def as_dict(self) -> dict[str, Any]:
