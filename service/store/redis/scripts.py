@@ -27,6 +27,7 @@ NAMES = (
     "upsert", "remove", "get", "host_urls", "host", "set_thresholds", "set_params", "signals",
     "clicks", "lease", "lease_status", "settle", "observe", "lambda0", "stats",
     "stale_hosts", "host_ctl", "hosts", "delete_host", "purge", "signatures", "append", "fold",
+    "rescore_read", "set_rescored",
 )  # fmt: skip
 
 

@@ -27,7 +27,6 @@ from typing import Any, cast
 
 from redis.exceptions import RedisError
 from scheduler_core.errors import ParameterError
-from scheduler_core.params import FloatArray
 from service.errors import StoreUnavailable
 from service.store.base import (
     ClickEvent,
@@ -39,7 +38,6 @@ from service.store.base import (
     UrlRecord,
     UrlState,
 )
-from service.store.columns import RescoreColumns, rescore_columns_by_host, set_rescored_by_host
 from service.store.estimate_columns import EstimateColumns
 from service.store.redis.base import once_ttl_arg
 from service.store.redis.client import open_client, text, unavailable
@@ -56,6 +54,7 @@ from service.store.redis.records import (
     unpack_host,
     unpack_url,
 )
+from service.store.redis.rescoring import RedisRescoring
 from service.urls import host_of
 
 __all__ = ["RedisStore", "open_client"]
@@ -78,7 +77,7 @@ def _decay(decay_s: float) -> str:
     return repr(float(decay_s))
 
 
-class RedisStore(RedisEvents, RedisHosts):
+class RedisStore(RedisEvents, RedisHosts, RedisRescoring):
     """Redis implementation of :class:`service.store.base.Store`.
 
     Parameters
@@ -280,12 +279,6 @@ class RedisStore(RedisEvents, RedisHosts):
             if host_of(url) == host:
                 args += (url_key(url, host), repr(threshold))
         await self._run([self._call("set_thresholds", self._shard(host), args)])
-
-    async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
-        return await rescore_columns_by_host(self, stale)
-
-    async def set_rescored(self, cols: RescoreColumns, thresholds_s: FloatArray) -> None:
-        await set_rescored_by_host(self, cols, thresholds_s)
 
     # -- events ------------------------------------------------------------------------------------
     @unavailable

@@ -1,0 +1,77 @@
+"""The Redis store's side of a rescoring pass, as columns: the hosts' URLs read as
+packed rows (``rescore_read.lua``, one ``numpy.frombuffer`` a host) and their new
+thresholds written back as packed doubles (``set_rescored.lua``), one call per shard
+of a slice, pipelined; no object per URL (ARCHITECTURE.md, "Flow" 4)."""
+
+from __future__ import annotations
+
+import struct
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from scheduler_core.params import FloatArray
+from service.store.columns import RESCORE_FIELDS, RescoreColumns
+from service.store.redis.base import RedisBase
+from service.store.redis.client import text, unavailable
+from service.store.redis.keys import expand_url, url_key
+
+__all__ = ["RedisRescoring"]
+
+_LENGTH = struct.Struct("<H")  # a URL key's length (keys are at most MAX_URL_LENGTH bytes)
+
+
+def _length_prefixed(keys: Sequence[bytes]) -> bytes:
+    """``keys`` as one string, each its uint16 length then its bytes."""
+    return b"".join(_LENGTH.pack(len(k)) + k for k in keys)
+
+
+class RedisRescoring(RedisBase):
+    """:meth:`rescore_columns` and :meth:`set_rescored` of the Redis store."""
+
+    def _hosts_by_shard(self, hosts: Sequence[str]) -> dict[int, list[int]]:
+        """Positions in ``hosts`` grouped by shard, in order."""
+        groups: dict[int, list[int]] = defaultdict(list)
+        for i, host in enumerate(hosts):
+            groups[self._shard(host)].append(i)
+        return groups
+
+    @unavailable
+    async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
+        hosts = [h for h, _ in stale]
+        groups = self._hosts_by_shard(hosts)
+        calls = [self._call("rescore_read", s, [hosts[i] for i in g]) for s, g in groups.items()]
+        answers = await self._run(calls)
+        rows: list[FloatArray] = [np.empty((0, len(RESCORE_FIELDS)))] * len(hosts)
+        urls: list[list[str]] = [[] for _ in hosts]
+        for idx, answer in zip(groups.values(), answers, strict=True):
+            for i, (packed, *keys) in zip(idx, answer, strict=True):
+                host = hosts[i]
+                found = [expand_url(text(k), host) for k in keys]
+                order = sorted(range(len(found)), key=found.__getitem__)  # URL order
+                table = np.frombuffer(packed, dtype="<f8").reshape(len(found), len(RESCORE_FIELDS))
+                rows[i] = table[order].astype(np.float64)
+                urls[i] = [found[j] for j in order]
+        return RescoreColumns(
+            hosts=hosts,
+            lambdas=np.array([lam for _, lam in stale], dtype=np.float64),
+            counts=np.array([len(u) for u in urls], dtype=np.int64),
+            urls=[u for us in urls for u in us],
+            params=np.concatenate(rows) if rows else np.empty((0, len(RESCORE_FIELDS))),
+        )
+
+    @unavailable
+    async def set_rescored(self, cols: RescoreColumns, thresholds_s: FloatArray) -> None:
+        starts = np.concatenate([[0], np.cumsum(cols.counts)]).tolist()
+        calls = []
+        for s, idx in self._hosts_by_shard(cols.hosts).items():
+            args: list[str | bytes] = []
+            packed: list[bytes] = []
+            for i in idx:
+                host, a, b = cols.hosts[i], starts[i], starts[i + 1]
+                keys = [url_key(u, host).encode() for u in cols.urls[a:b]]
+                args += (host, repr(float(cols.lambdas[i])), _length_prefixed(keys))
+                packed.append(np.asarray(thresholds_s[a:b], dtype="<f8").tobytes())
+            calls.append(self._call("set_rescored", s, [self._cap, b"".join(packed), *args]))
+        await self._run(calls)
