@@ -68,7 +68,7 @@ class Overloaded(ServiceError):
     lag_s : float
         The fold's lag, wall s.
     bound_s : float
-        The bound (``ingest_max_lag_s``, default ``fold_lag_s``), wall s.
+        The bound (``ingest_max_lag_s``), wall s.
     retry_after_s : int
         When to send the batch again, wall s.
     """
@@ -76,7 +76,7 @@ class Overloaded(ServiceError):
     def __init__(self, lag_s: float, bound_s: float, retry_after_s: int) -> None:
         super().__init__(
             f"the fold lags {lag_s:.2f} s behind the appended events, more than its bound "
-            f"of {bound_s:g} s (CRAWLSCHED_INGEST_MAX_LAG_S, by default CRAWLSCHED_FOLD_LAG_S): "
+            f"of {bound_s:g} s (CRAWLSCHED_INGEST_MAX_LAG_S): "
             f"nothing of this batch was applied; "
             f"send it again after {retry_after_s} s"
         )

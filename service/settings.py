@@ -177,19 +177,19 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         description="wall s: the lag the fold aims at; it runs every quarter of it and "
-        "re-estimates for at most half of it per round; the default bound of "
-        "ingest_backpressure",
+        "re-estimates for at most half of it per round",
     )
     ingest_backpressure: bool = Field(
         True,
         description="refuse batches of signals and clicks (503, Retry-After) while the fold "
         "lags more than ingest_max_lag_s behind, so that due times follow them within it",
     )
-    ingest_max_lag_s: float | None = Field(
-        None,
+    ingest_max_lag_s: float = Field(
+        10.0,
         gt=0,
         le=3600,
-        description="wall s: the lag bound of ingest_backpressure (None: fold_lag_s)",
+        description="wall s: with ingest_backpressure, signals and clicks are refused (503) "
+        "while the fold lags more than this behind",
     )
     fold_batch: int = Field(
         64, ge=1, description="appended batches per shard one fold step reads at most"

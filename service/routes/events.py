@@ -31,7 +31,7 @@ async def post_signals(
     """Change-indicating signals (sitemap lastmod, CDN pings, IndexNow): accepted once
     durably appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; what became
     of each (``unknown_url``, ``stale``) is counted in ``crawlsched_events_total``.  While
-    the fold lags more than ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default: the same) behind,
+    the fold lags more than ``CRAWLSCHED_INGEST_MAX_LAG_S`` (10 s) behind,
     the batch is refused whole: ``503`` with ``Retry-After``, nothing appended."""
     return batch_response(await events.ingest_signals(ctx, body.signals, idempotency_key))
 
@@ -45,7 +45,7 @@ async def post_clicks(
     """Requests (clicks) for cached copies, the importance signal: accepted once durably
     appended, applied by the fold within ``CRAWLSCHED_FOLD_LAG_S``; clicks of unknown URLs
     are counted in ``crawlsched_events_total``.  While the fold lags more than
-    ``CRAWLSCHED_INGEST_MAX_LAG_S`` (default: the same) behind, the batch is refused
+    ``CRAWLSCHED_INGEST_MAX_LAG_S`` (10 s) behind, the batch is refused
     whole: ``503`` with ``Retry-After``, nothing appended."""
     return batch_response(await events.ingest_clicks(ctx, body.clicks, idempotency_key))
 

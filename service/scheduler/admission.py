@@ -1,11 +1,11 @@
 """Backpressure on the signal and click streams: the fold's lag stays bounded.
 
 Signals and clicks are acknowledged once appended, and the fold applies them
-(re-estimating the URLs) within ``fold_lag_s`` (:mod:`service.scheduler.fold`).  When
-they come faster than the fold applies them, the lag would grow without bound and due
-times would follow them later and later.  With ``ingest_backpressure`` (default on) a
-batch of signals or clicks is refused while the fold lags more than
-``ingest_max_lag_s`` (default ``fold_lag_s``) behind: nothing of it is appended, and
+(re-estimating the URLs) within ``fold_lag_s`` (1 s) while it keeps up
+(:mod:`service.scheduler.fold`).  When they come faster than the fold applies them,
+the lag would grow without bound and due times would follow them later and later.
+With ``ingest_backpressure`` (default on) a batch of signals or clicks is refused while
+the fold lags more than ``ingest_max_lag_s`` (10 s) behind: nothing of it is appended, and
 the caller is told to send it again after ``Retry-After`` seconds (``503``; the clients
 of :mod:`crawlsched.client` and :mod:`service.client` do).  Crawl results are never
 refused: each settles a lease at once, refusing them would stall the crawl itself, and

@@ -67,7 +67,7 @@ async def _admit(ctx: Context, kind: EventKind, count: int) -> None:
     if not s.ingest_backpressure:
         return
     try:
-        await ctx.ingest_gate.admit(ctx.store, s.ingest_max_lag_s or s.fold_lag_s)
+        await ctx.ingest_gate.admit(ctx.store, s.ingest_max_lag_s)
     except Overloaded:
         ctx.metrics.refused.labels(kind.value).inc(count)
         raise

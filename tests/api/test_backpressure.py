@@ -1,4 +1,4 @@
-"""Backpressure: while the fold lags more than ``fold_lag_s`` behind, a batch of signals
+"""Backpressure: while the fold lags more than ``ingest_max_lag_s`` behind, a batch of signals
 or clicks is refused whole (503, ``Retry-After``, nothing appended, counted in
 ``crawlsched_events_refused_total``); ``/next`` and crawl results are served; once the
 fold has caught up, batches are accepted again.  On each store; the apps run no fold loop, the
@@ -21,7 +21,7 @@ from service.store.redis.local import LocalRedis
 from tests.conftest import _open_store
 
 pytestmark = pytest.mark.anyio
-BOUND_S = 0.2  # fold_lag_s: the gate reads the lag at most every BOUND_S / 4
+BOUND_S = 0.2  # ingest_max_lag_s: the gate reads the lag at most every BOUND_S / 4
 URL = "https://a.example/p"
 
 
@@ -31,7 +31,7 @@ async def app(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterat
         lease_ttl_s=60.0,
         default_crawl_delay_s=1.0,
         min_revisit_s=0.0,
-        fold_lag_s=BOUND_S,
+        ingest_max_lag_s=BOUND_S,
         ingest_backpressure=True,
     )
     server: LocalRedis | None = (

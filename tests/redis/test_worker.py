@@ -2,7 +2,7 @@
 503 naming the reason, ``crawlsched_worker_up 0``); once a real worker subprocess runs
 it is healthy, and the worker folds what the API appended; when the worker stops, its
 heartbeat lapses and the deployment is unhealthy again.  Without a worker the appended
-events wait: once they wait longer than ``CRAWLSCHED_FOLD_LAG_S``, signals and clicks
+events wait: once they wait longer than ``CRAWLSCHED_INGEST_MAX_LAG_S``, signals and clicks
 are refused (503, backpressure) until the worker has caught up."""
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def test_healthz_needs_a_live_worker_and_the_worker_folds() -> None:
             "CRAWLSCHED_SHARDS": "4",
             "CRAWLSCHED_WORKER_TTL_S": "1.5",
             "CRAWLSCHED_FOLD_LAG_S": "0.5",
+            "CRAWLSCHED_INGEST_MAX_LAG_S": "0.5",
         }
         with served_app(env, worker=False) as base, httpx.Client(base_url=base) as http:
             health = http.get("/healthz")
@@ -54,7 +55,7 @@ def test_healthz_needs_a_live_worker_and_the_worker_folds() -> None:
             clicks = [{"url": URL, "time": time.time() - 1.0} for _ in range(3)]
             assert http.post("/click", json={"clicks": clicks}).json()["accepted"] == 3
             assert http.get(f"/urls/{URL}").json()["clicks"] == 0  # appended, not folded
-            # no worker folds: once the clicks wait longer than CRAWLSCHED_FOLD_LAG_S, more
+            # no worker folds: once the clicks wait longer than the bound (0.5 s), more
             # are refused whole (backpressure), nothing appended
             time.sleep(1.0)
             assert _gauge(http, "crawlsched_fold_lag_seconds") > 0.5
