@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.store.base import LeaseGrant, Store, UrlState
+from service.store.base import LeaseGrant, UrlState
 
 __all__ = [
     "URL_COLUMNS",
@@ -27,8 +27,6 @@ __all__ = [
     "RescoreColumns",
     "columns_of",
     "grants_of",
-    "rescore_columns_by_host",
-    "set_rescored_by_host",
 ]
 
 #: The fields of a leased URL's state, named as in :class:`UrlState`; times are Unix s
@@ -197,26 +195,3 @@ def rescore_table(
         urls=[u.url for u in rows],
         params=params,
     )
-
-
-async def rescore_columns_by_host(
-    store: Store, stale: Sequence[tuple[str, float]]
-) -> RescoreColumns:
-    """:meth:`~service.store.base.Store.rescore_columns` through ``host_urls``, host by
-    host (for a store without a columnar read)."""
-    return rescore_table(stale, [await store.host_urls(host) for host, _ in stale])
-
-
-async def set_rescored_by_host(
-    store: Store, cols: RescoreColumns, thresholds_s: npt.NDArray[np.float64]
-) -> None:
-    """:meth:`~service.store.base.Store.set_rescored` through ``set_thresholds``, host by
-    host (for a store without a columnar write)."""
-    thr = thresholds_s.tolist()
-    k = 0
-    for host, lam, count in zip(
-        cols.hosts, cols.lambdas.tolist(), cols.counts.tolist(), strict=True
-    ):
-        mapping = dict(zip(cols.urls[k : k + count], thr[k : k + count], strict=True))
-        k += count
-        await store.set_thresholds(host, mapping, lam)
