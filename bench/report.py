@@ -49,6 +49,14 @@ def refused_note(ev: EventsResult) -> str:
     return f", {n:,} refused (fold lag, sent again)" if n else ""
 
 
+def fold_note(rep: Report, kind: str) -> str:
+    """How far behind the fold was when a phase ended, and when it had caught up."""
+    if kind not in rep.fold_after:
+        return ""
+    lag, drain = rep.fold_after[kind]
+    return f"; the fold {lag:.1f} s behind at the end, caught up {drain:.1f} s later"
+
+
 def raw_rate(rep: Report, kind: str) -> float:
     """The raw rate the ratio targets are judged against (:data:`JUDGED_RAW`); NaN when
     the raw phase did not run (the target is then a MISS)."""
@@ -141,8 +149,8 @@ def build_table(rep: Report) -> Table:
             f"≥ {TARGETS['events']} × raw",
             verdict(mix.rate >= TARGETS["events"] * raw_rate(rep, "events")),
             *raw_cells(rep, "events", mix.rate),
-            f"{shares}{' (leases ran out)' if mix.ran_out else ''}{refused_note(mix)}; "
-            f"{rep.notes['events_mix']}",
+            f"{shares}{' (leases ran out)' if mix.ran_out else ''}{refused_note(mix)}"
+            f"{fold_note(rep, 'mix')}; {rep.notes['events_mix']}",
         )
     for kind, path in (("signal", "/signal"), ("click", "/click"), ("result", RESULT_ROUTE)):
         ev = rep.events.get(kind)
@@ -157,8 +165,8 @@ def build_table(rep: Report) -> Table:
             *raw_cells(rep, "events", ev.rate),
             f"{ev.total:,} events in {ev.seconds:.1f} s, {acc:.0%} accepted"
             f"{f' ({rep.topped_up:,} leases topped up untimed)' if kind == 'result' else ''}"
-            f"{' (leases ran out)' if ev.ran_out else ''}{refused_note(ev)}; "
-            f"{rep.notes[f'events_{kind}']}",
+            f"{' (leases ran out)' if ev.ran_out else ''}{refused_note(ev)}"
+            f"{fold_note(rep, kind)}; {rep.notes[f'events_{kind}']}",
         )
     for name, ops in rep.redis_benchmark.items():
         t.add_row(
@@ -182,8 +190,9 @@ def footer(rep: Report) -> str:
         "CPU shares are of one core (this machine has 2); 'other processes' is what the rest "
         f"of the machine used meanwhile.  The API stopped {rep.api_exit_s:.1f} s after SIGTERM "
         "(served_app kills it after 10 s).  Signals and clicks count when appended; the fold "
-        f"(a crawlsched worker with Redis) lagged {rep.fold_lag_end_s:.2f} s when the event "
-        f"phases ended (crawlsched_fold_lag_seconds: events not folded or their URLs not "
+        f"(a crawlsched worker with Redis) lagged {rep.fold_lag_end_s:.2f} s when the mix "
+        f"ended (each event phase starts with nothing left to fold; "
+        f"crawlsched_fold_lag_seconds: events not folded or their URLs not "
         f"re-estimated; re-estimation alone {rep.relearn_lag_end_s:.2f} s) and had applied "
         f"everything {rep.fold_drain_s:.2f} s later."
     )
@@ -206,6 +215,9 @@ def report_json(rep: Report) -> dict[str, Any]:
             "lag_when_events_ended_s": rep.fold_lag_end_s,
             "relearn_lag_when_events_ended_s": rep.relearn_lag_end_s,
             "drain_s": rep.fold_drain_s,
+            "after_each_phase": {
+                k: {"lag_s": a, "drain_s": b} for k, (a, b) in rep.fold_after.items()
+            },
         },
         "load": vars(rep.load),
         "memory": None

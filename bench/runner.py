@@ -64,10 +64,12 @@ class Report:
     meters: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     api_exit_s: float = 0.0
-    #: After the event phases: the fold lag /metrics showed when they ended (s: the age of
-    #: the oldest event not folded or whose URL was not re-estimated yet), its
-    #: re-estimation part, and the wall s until every effect was applied (the worker's
-    #: or the API's fold).
+    #: After each event phase (which starts with nothing left to fold): the fold lag
+    #: /metrics showed when it ended (s: the age of the oldest event not folded or whose
+    #: URL was not re-estimated yet) and the wall s until every effect was applied (the
+    #: worker's or the API's fold), by phase.
+    fold_after: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: The same after the mix, with its re-estimation part.
     fold_lag_end_s: float = math.nan
     relearn_lag_end_s: float = math.nan
     fold_drain_s: float = math.nan
@@ -152,10 +154,8 @@ async def run(cfg: Config, console: Console) -> Report:
             rep.topped_up = await top_up(base, cfg, pool)
             console.log(f"events (b): {len(pool):,} leases to settle")
             await run_events(base, cfg, rep, pool, meter, api_pid)
-            rep.relearn_lag_end_s = (await asyncio.to_thread(_lags, base))[1]
-            rep.fold_lag_end_s, rep.fold_drain_s = await fold_drain(base)
             console.log(
-                f"fold: lag {rep.fold_lag_end_s:.2f} s when the events ended (re-estimation "
+                f"fold: lag {rep.fold_lag_end_s:.2f} s when the mix ended (re-estimation "
                 f"{rep.relearn_lag_end_s:.2f} s), drained {rep.fold_drain_s:.2f} s later"
             )
             t_stop = time.perf_counter()
@@ -215,7 +215,9 @@ async def run_events(
     meter: Meter,
     api_pid: int | None,
 ) -> None:
-    """(b): each route alone, then the mix (crawl results drawn from ``pool``)."""
+    """(b): each route alone, then the mix (crawl results drawn from ``pool``); after
+    each, the fold's lag and the wall s until it has caught up (the next phase starts
+    with nothing left to fold)."""
     rng = random.Random(cfg.seed + 1)
     prebuilt = {k: event_bodies(cfg, k, 64, rng) for k in ROUTES}
     settle = result_bodies(cfg, pool, rng)
@@ -226,13 +228,18 @@ async def run_events(
         return {**{k: itertools.cycle(v) for k, v in prebuilt.items()}, "result": results[run]}
 
     alone_s = max(2.0, 0.4 * cfg.seconds)
+    await fold_drain(base)  # the phases before left nothing to fold
     for kind in ("signal", "click"):
         with meter.window():
             rep.events[kind] = await post_events(base, cfg, alone_s, (kind,), bodies())
         rep.keep(f"events_{kind}", meter, rep.events[kind].total, "event")
+        rep.fold_after[kind] = await fold_drain(base)
     with py_spy(api_pid, cfg.profile, "events", cfg.seconds), meter.window():
         rep.events["mix"] = await post_events(base, cfg, cfg.seconds, MIX, bodies("mix"))
     rep.keep("events_mix", meter, rep.events["mix"].total, "event")
+    rep.relearn_lag_end_s = (await asyncio.to_thread(_lags, base))[1]
+    rep.fold_after["mix"] = rep.fold_lag_end_s, rep.fold_drain_s = await fold_drain(base)
     with meter.window():
         rep.events["result"] = await post_events(base, cfg, alone_s, ("result",), bodies())
     rep.keep("events_result", meter, rep.events["result"].total, "event")
+    rep.fold_after["result"] = await fold_drain(base)

@@ -61,10 +61,11 @@ class IngestGate:
         Raises
         ------
         Overloaded
-            If it lags more: the batch must not be appended; retry after the time given.
+            If it lags more: the batch must not be appended; retry after a quarter of the
+            bound (at least 1 s), when the lag is read again.
         StoreUnavailable
             If the store cannot be reached.
         """
         lag = await self.lag_s(store, bound_s / 4)
         if lag > bound_s:
-            raise Overloaded(lag, bound_s, retry_after_s=max(1, math.ceil(bound_s)))
+            raise Overloaded(lag, bound_s, retry_after_s=max(1, math.ceil(bound_s / 4)))
