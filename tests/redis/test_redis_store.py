@@ -10,6 +10,7 @@ import math
 import struct
 from collections.abc import AsyncIterator, Iterator
 
+import numpy as np
 import pytest
 import redis
 
@@ -111,6 +112,26 @@ async def test_repeated_calls_are_safe(store: RedisStore) -> None:
     assert await store.remove_urls(["https://a.example/1"]) == 0
     stats = await store.stats(T0 + 401, 5)
     assert (stats.urls, stats.leases_active) == (1, 0)
+
+
+async def test_rescoring_writes_back_in_slices_of_a_host(
+    server: LocalRedis, store: RedisStore
+) -> None:
+    # 150 URLs of one host go back in three calls of set_rescored.lua (64 a call), each
+    # URL with its own threshold, scored Λ and due time
+    urls = [f"https://a.example/{i:03d}" for i in range(150)]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    cols = await store.rescore_columns([("a.example", 2.0)])
+    assert cols.urls == urls
+    thresholds = 10.0 + np.arange(len(cols), dtype=np.float64)
+    with redis.Redis(port=server.port) as raw:
+        raw.config_resetstat()
+        await store.set_rescored(cols, thresholds)
+        assert raw.info("commandstats")["cmdstat_evalsha"]["calls"] == 3
+    states = await store.get_urls(urls)
+    assert [(s.threshold_s, s.scored_lambda, s.due_at) for s in states if s] == [
+        (t, 2.0, T0 + t) for t in thresholds.tolist()
+    ]
 
 
 async def test_url_entry_is_compact(server: LocalRedis, store: RedisStore) -> None:
