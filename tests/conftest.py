@@ -111,6 +111,13 @@ async def _open_store(kind: str, settings: Settings, server: LocalRedis | None) 
     return await RedisStore.connect(server.url, **options)
 
 
+@pytest.fixture
+def open_empty_store() -> Callable[[str, Settings, LocalRedis | None], Awaitable[Store]]:
+    """``await open_empty_store(kind, settings, server)``: an empty store of ``kind``
+    (``memory`` or ``redis``, on ``server``) as ``settings`` describe it."""
+    return _open_store
+
+
 @pytest.fixture(params=["memory", "redis"])
 async def store_api(
     request: pytest.FixtureRequest,

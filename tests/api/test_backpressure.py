@@ -7,7 +7,7 @@ test folds by hand, and the lag is real wall time."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
@@ -17,8 +17,8 @@ from service.app import create_app
 from service.clock import ManualClock
 from service.scheduler.fold import fold_now
 from service.settings import Settings
+from service.store.base import Store
 from service.store.redis.local import LocalRedis
-from tests.conftest import _open_store
 
 pytestmark = pytest.mark.anyio
 BOUND_S = 0.2  # ingest_max_lag_s: the gate reads the lag at most every BOUND_S / 4
@@ -26,7 +26,11 @@ URL = "https://a.example/p"
 
 
 @pytest.fixture(params=["memory", "redis"])
-async def app(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterator[FastAPI]:
+async def app(
+    request: pytest.FixtureRequest,
+    clock: ManualClock,
+    open_empty_store: Callable[[str, Settings, LocalRedis | None], Awaitable[Store]],
+) -> AsyncIterator[FastAPI]:
     settings = Settings(
         lease_ttl_s=60.0,
         default_crawl_delay_s=1.0,
@@ -37,7 +41,7 @@ async def app(request: pytest.FixtureRequest, clock: ManualClock) -> AsyncIterat
     server: LocalRedis | None = (
         request.getfixturevalue("api_redis") if request.param == "redis" else None
     )
-    store = await _open_store(request.param, settings, server)
+    store = await open_empty_store(request.param, settings, server)
     try:
         yield create_app(settings, clock=clock, store=store)
     finally:
