@@ -16,6 +16,7 @@ operator's defaults, weak.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -51,6 +52,27 @@ class GammaPrior:
         if not self.shape > 1:
             raise ParameterError("a Gamma prior has a mode > 0 only for shape > 1")
         return GammaPrior(self.shape, (self.shape - 1.0) / self.mean)
+
+    def with_mode_at_median(self, shape: float) -> GammaPrior:
+        """The prior of ``shape`` (> 1) whose mode is the typical member of the
+        population this one describes: the median of the lognormal distribution with
+        this prior's mean and variance, mean/√(1 + 1/self.shape).
+
+        A rate spread over decades (change rates: Cho & Garcia-Molina 2003,
+        Brewington & Cybenko 2000) has its mean set by its fastest members, a factor
+        √(1 + CV²) above its median; a MAP estimate without data returns the mode,
+        which belongs at the median.  For a narrow population the two meet.
+
+        Examples
+        --------
+        >>> p = GammaPrior.from_mean(2.0, 1.0 / 3.0).with_mode_at_median(1.5)
+        >>> round((p.shape - 1.0) / p.rate, 6), p.shape
+        (1.0, 1.5)
+        """
+        if not (self.shape > 0 and shape > 1):
+            raise ParameterError("a Gamma prior has a mode > 0 only for shape > 1")
+        median = self.mean / math.sqrt(1.0 + 1.0 / self.shape)
+        return GammaPrior(shape, (shape - 1.0) / median)
 
     @classmethod
     def from_mean(cls, mean: float, shape: float) -> GammaPrior:

@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.change import fit_outcomes
 from scheduler_core.estimate.hierarchy import (
+    MAX_SHAPE,
     QUANTITIES,
     GammaPrior,
     GroupStats,
@@ -36,6 +37,7 @@ from scheduler_core.params import MAX_RECALL_WITH_FALSE_SIGNALS, FloatArray, Url
 __all__ = [
     "Estimates",
     "History",
+    "POPULATION_MIN_SHAPE",
     "Priors",
     "URL_ALPHA_SHAPE",
     "URL_THETA_SHAPE",
@@ -49,14 +51,14 @@ __all__ = [
 
 Prior4 = dict[str, GammaPrior]
 
-#: Shape of a URL's θ prior, its mode at the host's pooled θ_h (signal quality
+#: Shape of a URL's θ prior, its mode at its groups' typical θ (signal quality
 #: belongs to the source, paper 004 App. E), weak: a URL whose own outcomes say
 #: otherwise moves away from it (partial pooling).  On the default world, whose
 #: URLs draw recall and false-signal rates independently, pinning every URL to
 #: θ_h doubled the error of Δ (median |Δ̂/Δ − 1| 0.195 against 0.135).  A quarter
 #: of a pseudo-change, as α's (:data:`URL_ALPHA_SHAPE`).
 URL_THETA_SHAPE = 1.25
-#: Least shape of a URL's α prior (its mode at the groups' mean).  For a URL whose
+#: Least shape of a URL's α prior (its mode at the groups' median).  For a URL whose
 #: outcomes show no change, the MAP gives α̂ = (a_α − 1)/(b_α + Στ) and, its signals
 #: arriving at γ (n ≈ γτ), γθ̂ ≈ (a_θ − 1)/Στ: the two priors' pseudo-changes add up
 #: in Δ̂ = α̂ + γp̂.  A quarter change each keeps the total at the half change a
@@ -65,6 +67,11 @@ URL_THETA_SHAPE = 1.25
 #: oracle's crawls (`python bench/learning_gap.py --world "web per_url" --urls 200
 #: --classes`).
 URL_ALPHA_SHAPE = 1.25
+#: Least shape of the groups' populations of α and θ along the chain: they keep their
+#: spread (a Gamma of shape k has CV² = 1/k), which sets where their median lies
+#: (:meth:`.hierarchy.GammaPrior.with_mode_at_median`); only a URL's own prior is
+#: kept at shape > 1, for its MAP.
+POPULATION_MIN_SHAPE = 1e-6
 
 
 def windows_end_to_end(
@@ -302,21 +309,25 @@ def prior_chain(
     """A URL's priors: its host's statistics shrunk towards its label's, those towards
     the global ones, those towards the ``root`` priors (URL ← host ← label ← global;
     paper 003 §4.2).  α's and θ's priors (MAP estimates) have their modes at the
-    groups' means; θ's is weak (shape :data:`URL_THETA_SHAPE`).
+    groups' typical member, the median of the lognormal with the chain's mean and
+    variance (:meth:`.hierarchy.GammaPrior.with_mode_at_median`), not at their mean,
+    which a population spread over decades owes to its fastest members; θ's is weak
+    (shape :data:`URL_THETA_SHAPE`).
     """
     out: Prior4 = {}
     for q in QUANTITIES:
-        min_shape = {"alpha": URL_ALPHA_SHAPE, "theta": 1.0}.get(q, 0.5)
+        min_shape = POPULATION_MIN_SHAPE if q in ("alpha", "theta") else 0.5
         prior = shrink(global_stats.of(q), root[q], pseudo_members, min_shape)
         if label_stats is not None:
             prior = shrink(label_stats.of(q), prior, pseudo_members, min_shape)
         prior = shrink(host_stats.of(q), prior, pseudo_members, min_shape)
         out[q] = prior
-    # α is estimated by MAP: a URL without outcomes starts at the prior's mode, so the
-    # mode sits at the groups' mean
-    out["alpha"] = out["alpha"].with_mode_at_mean()
-    # θ: the groups' mean as the mode of a weak prior (partial pooling)
-    out["theta"] = GammaPrior.from_mean(out["theta"].mean, URL_THETA_SHAPE).with_mode_at_mean()
+    # α and θ are estimated by MAP: a URL without outcomes starts at its prior's mode,
+    # which sits at the groups' typical member (the median of their spread)
+    shape = min(max(out["alpha"].shape, URL_ALPHA_SHAPE), MAX_SHAPE)
+    out["alpha"] = out["alpha"].with_mode_at_median(shape)
+    # θ: a weak prior (partial pooling)
+    out["theta"] = out["theta"].with_mode_at_median(URL_THETA_SHAPE)
     return out
 
 

@@ -32,6 +32,25 @@ def test_gamma_prior_mean_mode_and_errors() -> None:
             GammaPrior.from_mean(mean, shape)
 
 
+def test_mode_at_median_is_the_lognormal_median_in_any_unit() -> None:
+    """The mode goes to mean/√(1 + CV²), the median of the lognormal with the prior's
+    mean and variance: far below the mean for a population spread over decades,
+    at it for a narrow one, and the same in any time unit."""
+    day = 86_400.0
+    sigma = 3.0  # the web preset's spread of Δ: the mean is e^{σ²/2} × the median
+    mean = 0.036 * math.exp(sigma**2 / 2)
+    wide = GammaPrior.from_mean(mean / day, 1.0 / math.expm1(sigma**2))  # CV² = e^{σ²} − 1
+    got = wide.with_mode_at_median(1.25)
+    assert got.shape == 1.25
+    assert (got.shape - 1.0) / got.rate * day == pytest.approx(0.036, rel=1e-12)
+    per_hour = GammaPrior.from_mean(mean / 24.0, wide.shape).with_mode_at_median(1.25)
+    assert (per_hour.shape - 1.0) / per_hour.rate * 24.0 == pytest.approx(0.036, rel=1e-12)
+    narrow = GammaPrior.from_mean(2.0, 1e6).with_mode_at_median(3.0)
+    assert (narrow.shape - 1.0) / narrow.rate == pytest.approx(2.0, rel=1e-6)
+    with pytest.raises(ParameterError, match="shape > 1"):
+        wide.with_mode_at_median(1.0)
+
+
 def test_moments_add_and_give_mean_and_spread_net_of_noise() -> None:
     a = moments_of([1.0, 2.0, 3.0], [0.1, 0.1, 0.1])
     b = moments_of([5.0], [0.3])

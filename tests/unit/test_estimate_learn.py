@@ -21,6 +21,7 @@ import pytest
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats, moments_of, shrink
 from scheduler_core.estimate.learn import (
+    POPULATION_MIN_SHAPE,
     URL_THETA_SHAPE,
     Estimates,
     History,
@@ -66,12 +67,18 @@ def group(rng: np.random.Generator, n: int, means: dict[str, float], **pooled: f
 
 
 def chain_by_hand(gl: GroupStats, label: GroupStats | None, host: GroupStats, q: str) -> GammaPrior:
-    """The chain of :func:`shrink` calls, before α's mode is moved to its mean."""
-    min_shape = {"alpha": 1.5, "theta": 1.0}.get(q, 0.5)
+    """The chain of :func:`shrink` calls, before α's and θ's modes are moved to the
+    median of its spread."""
+    min_shape = POPULATION_MIN_SHAPE if q in ("alpha", "theta") else 0.5
     prior = shrink(gl.of(q), root_priors()[q], PSEUDO, min_shape)
     if label is not None:
         prior = shrink(label.of(q), prior, PSEUDO, min_shape)
     return shrink(host.of(q), prior, PSEUDO, min_shape)
+
+
+def median(prior: GammaPrior) -> float:
+    """The median of the lognormal with ``prior``'s mean and variance."""
+    return prior.mean / math.sqrt(1.0 + 1.0 / prior.shape)
 
 
 HOST_MEANS = {"weight": 3.0 / DAY, "signal_rate": 2.0 / DAY, "alpha": 0.8 / DAY, "theta": 0.4}
@@ -159,11 +166,12 @@ def test_a_url_without_history_starts_from_its_host_and_label() -> None:
         want = chain_by_hand(gl, label, host, q).mean
         assert got[0] == pytest.approx(want, rel=1e-12)
         assert got[0] == pytest.approx(chain[q].mean, rel=1e-12)
-    # α: the MAP without outcomes is the prior's mode, which the chain put at its mean
-    alpha_mean = chain_by_hand(gl, label, host, "alpha").mean
-    assert est.alpha[0] == pytest.approx(alpha_mean, rel=1e-9)
-    # θ: likewise, the MAP is the prior's mode, at the chain's mean
-    assert est.theta[0] == pytest.approx(chain_by_hand(gl, label, host, "theta").mean, rel=1e-9)
+    # α: the MAP without outcomes is the prior's mode, which the chain put at the median
+    # of its spread, below its mean
+    assert est.alpha[0] == pytest.approx(median(chain_by_hand(gl, label, host, "alpha")), rel=1e-9)
+    assert est.alpha[0] < chain_by_hand(gl, label, host, "alpha").mean
+    # θ: likewise, the MAP is the prior's mode, at the chain's median
+    assert est.theta[0] == pytest.approx(median(chain_by_hand(gl, label, host, "theta")), rel=1e-9)
     # the host's 10 members against 5 pseudo members: in between, nearer the host
     for q in QUANTITIES:
         lo, hi = sorted((LABEL_MEANS[q], HOST_MEANS[q]))
@@ -180,7 +188,14 @@ def test_the_host_dominates_when_large_and_the_label_when_the_host_is_empty() ->
     chain = prior_chain(root_priors(), gl, label, big_host, PSEUDO)
     label_only = prior_chain(root_priors(), gl, label, GroupStats(), PSEUDO)
     est = estimate(empty(2), Priors.stack([chain, label_only]))
-    values = {"weight": est.weight, "signal_rate": est.signal_rate, "alpha": est.alpha}
+    # α's MAP without outcomes is at the median of the chain's spread; its mean is pooled
+    # as W's and γ's are
+    for i, (host_stats, label_stats) in enumerate(((big_host, label), (GroupStats(), label))):
+        alpha_chain = chain_by_hand(gl, label_stats, host_stats, "alpha")
+        assert est.alpha[i] == pytest.approx(median(alpha_chain), rel=1e-9)
+    alpha_means = np.array([chain_by_hand(gl, label, h, "alpha").mean
+                            for h in (big_host, GroupStats())])  # fmt: skip
+    values = {"weight": est.weight, "signal_rate": est.signal_rate, "alpha": alpha_means}
     pull = PSEUDO / (5000 + PSEUDO)  # the parent's weight against 5000 members
     for q, got in values.items():
         host_mean = big_host.of(q).s1 / big_host.of(q).n
@@ -195,7 +210,7 @@ def test_the_host_dominates_when_large_and_the_label_when_the_host_is_empty() ->
         assert abs(got[1] - label_mean) <= pull * abs(global_prior - label_mean) * (1 + 1e-9)
     # without a pooled θ_h on the host, θ comes from the label and global levels
     assert est.theta[1] == pytest.approx(
-        chain_by_hand(gl, label, GroupStats(), "theta").mean, rel=2e-6
+        median(chain_by_hand(gl, label, GroupStats(), "theta")), rel=2e-6
     )
 
 
@@ -203,17 +218,18 @@ def mode(prior: GammaPrior) -> float:
     return (prior.shape - 1.0) / prior.rate
 
 
-def test_theta_prior_is_weak_with_its_mode_at_the_groups_mean() -> None:
-    """θ is partially pooled: its prior's mode is the members' mean θ (host ← label ←
-    global), whatever the host's pooled θ_h, with the weak shape URL_THETA_SHAPE."""
+def test_theta_prior_is_weak_with_its_mode_at_the_groups_median() -> None:
+    """θ is partially pooled: its prior's mode is the typical member's θ (the median of
+    the chain host ← label ← global), whatever the host's pooled θ_h, with the weak
+    shape URL_THETA_SHAPE."""
     rng = np.random.default_rng(34)
     gl = group(rng, 100, GLOBAL_MEANS)
     host = group(rng, 10, HOST_MEANS, pooled_theta=9.0, pooled_outcomes=MIN_POOLED_OUTCOMES)
     used = prior_chain(root_priors(), gl, None, host, PSEUDO)["theta"]
-    assert mode(used) == pytest.approx(chain_by_hand(gl, None, host, "theta").mean)
+    assert mode(used) == pytest.approx(median(chain_by_hand(gl, None, host, "theta")))
     assert used.shape == URL_THETA_SHAPE
     empty_host = prior_chain(root_priors(), gl, None, GroupStats(), PSEUDO)["theta"]
-    assert mode(empty_host) == pytest.approx(chain_by_hand(gl, None, GroupStats(), "theta").mean)
+    assert mode(empty_host) == pytest.approx(median(chain_by_hand(gl, None, GroupStats(), "theta")))
 
 
 def registration_case(
