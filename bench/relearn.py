@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
-from sampling import machine_busy_seconds
+from sampling import machine_busy_seconds, show_and_save
 from service.app import open_store
 from service.clock import ManualClock
 from service.metrics import Metrics
@@ -105,9 +103,7 @@ def main() -> None:
             name, f"{r['queued']:,}", f"{r['rescored']:,}", f"{r['cpu_s']:.2f} s",
             f"{r['cpu_us_per_url']:.1f} µs", f"{r['others']:.0%}",
         )  # fmt: skip
-    Console().print(table)
-    if a.json is not None:
-        a.json.write_text(json.dumps(rows, indent=1))
+    show_and_save(table, rows, a.json)
 
 
 if __name__ == "__main__":

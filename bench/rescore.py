@@ -19,18 +19,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import random
 import time
 from pathlib import Path
 from typing import Any
 
 import redis
-from rich.console import Console
 from rich.table import Table
 
 from config import spec_of
-from sampling import machine_busy_seconds
+from sampling import machine_busy_seconds, show_and_save
 from service.app import open_store
 from service.clock import ManualClock
 from service.metrics import Metrics
@@ -103,9 +101,7 @@ def main() -> None:
             f"{r['redis_us_per_url']:.1f} µs" if name == "redis" else "",
             f"{r['others']:.0%}",
         )  # fmt: skip
-    Console().print(table)
-    if a.json is not None:
-        a.json.write_text(json.dumps(rows, indent=1))
+    show_and_save(table, rows, a.json)
 
 
 if __name__ == "__main__":

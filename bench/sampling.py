@@ -11,6 +11,7 @@ with ``py-spy`` during a block.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -23,6 +24,8 @@ from typing import Any
 
 import httpx
 import redis
+from rich.console import Console
+from rich.table import Table
 
 from config import SHARDS, Config
 from service.store.base import shard_of
@@ -188,3 +191,10 @@ def py_spy(pid: int | None, out: Path | None, name: str, seconds: float) -> Iter
         if proc.poll() is None:
             proc.terminate()
             proc.wait()
+
+
+def show_and_save(table: Table, data: Any, path: Path | None) -> None:
+    """Print ``table``; write ``data`` to ``path`` as JSON when one is given."""
+    Console().print(table)
+    if path is not None:
+        path.write_text(json.dumps(data, indent=1))
