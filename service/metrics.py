@@ -147,10 +147,12 @@ class Metrics:
         self.refused = Counter(
             "crawlsched_events_refused",
             "Signals and clicks refused whole (503, nothing appended) while the fold lagged "
-            "more than fold_lag_s behind, by kind",
+            "more than ingest_max_lag_s behind, by kind",
             ["kind"],
             registry=self.registry,
         )
+        for kind in ("signal", "click"):  # exported from the start, at 0
+            self.refused.labels(kind)
         self.fold_lag = Gauge(
             "crawlsched_fold_lag_seconds",
             "Age of the oldest appended event (signal, click, crawl result) whose effects "
