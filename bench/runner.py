@@ -69,12 +69,20 @@ class Report:
     #: URL was not re-estimated yet) and the wall s until every effect was applied (the
     #: worker's or the API's fold), by phase.
     fold_after: dict[str, tuple[float, float]] = field(default_factory=dict)
-    #: The same after the mix, with its re-estimation part.
-    fold_lag_end_s: float = math.nan
+    #: The re-estimation part of the fold's lag when the mix ended.
     relearn_lag_end_s: float = math.nan
-    fold_drain_s: float = math.nan
     topped_up: int = 0
     wall_s: float = 0.0
+
+    @property
+    def fold_lag_end_s(self) -> float:
+        """The fold's lag when the mix ended, s (NaN before it ran)."""
+        return self.fold_after.get("mix", (math.nan, math.nan))[0]
+
+    @property
+    def fold_drain_s(self) -> float:
+        """Wall s after the mix until the fold had caught up (NaN before it ran)."""
+        return self.fold_after.get("mix", (math.nan, math.nan))[1]
 
     def per_url(self, used: int) -> float:
         """Bytes of Redis memory per URL at ``used``."""
@@ -238,7 +246,7 @@ async def run_events(
         rep.events["mix"] = await post_events(base, cfg, cfg.seconds, MIX, bodies("mix"))
     rep.keep("events_mix", meter, rep.events["mix"].total, "event")
     rep.relearn_lag_end_s = (await asyncio.to_thread(_lags, base))[1]
-    rep.fold_after["mix"] = rep.fold_lag_end_s, rep.fold_drain_s = await fold_drain(base)
+    rep.fold_after["mix"] = await fold_drain(base)
     with meter.window():
         rep.events["result"] = await post_events(base, cfg, alone_s, ("result",), bodies())
     rep.keep("events_result", meter, rep.events["result"].total, "event")

@@ -129,6 +129,20 @@ def _assert_same_columns(got: EstimateColumns, want: EstimateColumns) -> None:
     assert np.array_equal(got.outcome_counts, want.outcome_counts)
 
 
+async def _dispatched(
+    store: Store, records: list[UrlRecord], rounds: int, step_s: float, n: int
+) -> ManualClock:
+    """``records`` loaded into ``store`` at T0, then ``rounds`` dispatches of ``n`` URLs
+    through the use case, the clock ``step_s`` s further before each; the clock."""
+    await store.upsert_urls(records, T0)
+    clock = ManualClock(T0)
+    ctx = Context(store, clock, Settings(), Metrics())
+    for _ in range(rounds):
+        clock.advance(step_s)
+        await dispatch(ctx, n)
+    return clock
+
+
 def _polite_records(
     rng: np.random.Generator,
     name: str,
@@ -310,12 +324,7 @@ async def test_dispatch_observations_fold_the_same(server: LocalRedis) -> None:
     found = []
     try:
         for store in (MemoryStore(shards=16), redis_store):
-            await store.upsert_urls(records, T0)
-            clock = ManualClock(T0)
-            ctx = Context(store, clock, Settings(), Metrics())
-            for _ in range(25):
-                clock.advance(1.0)
-                await dispatch(ctx, 7)
+            clock = await _dispatched(store, records, 25, 1.0, 7)
             stats = await store.stats(clock.now(), 3)
             hosts = await store.host_thresholds([f"f{h}.example" for h in range(30)])
             found.append((stats.lambda0, stats.lambda0_observations, hosts))
@@ -453,15 +462,10 @@ async def test_stale_hosts_in_slices_match(
     found = []
     try:
         for store in (MemoryStore(shards=2), redis_store):
-            await store.upsert_urls(records, T0)
-            clock = ManualClock(T0)
-            ctx = Context(store, clock, Settings(), Metrics())
+            await _dispatched(store, records, 10, 1.0, 20)
             if store is redis_store:
                 encoding = await redis_store.client.object("encoding", redis_store._keys[0].hosts)
                 assert encoding == b"hashtable"
-            for _ in range(10):
-                clock.advance(1.0)
-                await dispatch(ctx, 20)
             # about half the hosts scored for their current Λ_h: no longer stale
             for host, lam in await store.hosts_needing_rescore(0.05, 10**6):
                 if host in fresh:
@@ -495,12 +499,7 @@ async def test_stats_in_slices_match(server: LocalRedis, monkeypatch: pytest.Mon
     found = []
     try:
         for store in (MemoryStore(shards=2), redis_store):
-            await store.upsert_urls(records, T0)
-            clock = ManualClock(T0)
-            ctx = Context(store, clock, Settings(), Metrics())
-            for _ in range(10):
-                clock.advance(100.0)
-                await dispatch(ctx, 40)
+            clock = await _dispatched(store, records, 10, 100.0, 40)
             for h in range(0, 1200, 7):
                 await store.change_host(f"t{h}.example", HostChange(paused=True), clock.now())
             found.append(
