@@ -121,7 +121,9 @@ def build_table(rep: Report) -> Table:
             *raw_cells(rep, "dispatch", d.rate),
             f"{d.request_rate:,.1f} req/s over {d.seconds:.1f} s, {d.short} short answers; "
             f"closed-loop p50 {1000 * percentile(d.latencies, 0.5):.1f} ms, "
-            f"p99 {1000 * percentile(d.latencies, 0.99):.1f} ms; {rep.notes['dispatch']}",
+            f"p99 {1000 * percentile(d.latencies, 0.99):.1f} ms; {rep.notes['dispatch']}; "
+            f"before it, {rep.scoring[0]:,.0f} URLs scored once λ₀ was known, in "
+            f"{rep.scoring[1]:.1f} s",
         )
     lat = rep.latency
     if lat is not None:
@@ -189,7 +191,10 @@ def footer(rep: Report) -> str:
         "trips per dispatch batch, 2 per event batch), 'lua' runs one script per batch.  "
         "CPU shares are of one core (this machine has 2); 'other processes' is what the rest "
         f"of the machine used meanwhile.  The API stopped {rep.api_exit_s:.1f} s after SIGTERM "
-        "(served_app kills it after 10 s).  Signals and clicks count when appended; the fold "
+        "(served_app kills it after 10 s).  Between the warm-up and (a) the bench waits "
+        "until the rescorer has scored every URL the load left unscored "
+        "(crawlsched_rescore_backlog_urls at 0): (a) and (c) run in steady state.  "
+        "Signals and clicks count when appended; the fold "
         f"(a crawlsched worker with Redis) lagged {rep.fold_lag_end_s:.2f} s when the mix "
         f"ended (each event phase starts with nothing left to fold; "
         f"crawlsched_fold_lag_seconds: events not folded or their URLs not "
@@ -211,6 +216,7 @@ def report_json(rep: Report) -> dict[str, Any]:
         "wall_s": rep.wall_s,
         "api_exit_s": rep.api_exit_s,
         "leases_topped_up": rep.topped_up,
+        "scoring_before_dispatch": {"urls": rep.scoring[0], "wall_s": rep.scoring[1]},
         "fold": {
             "lag_when_events_ended_s": rep.fold_lag_end_s,
             "relearn_lag_when_events_ended_s": rep.relearn_lag_end_s,

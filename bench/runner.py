@@ -38,7 +38,15 @@ from phases import (
 )
 from raw_redis import RAW_CLIENTS, raw_dispatch, raw_events, raw_prepare, redis_benchmark
 from registration import LoadResult, load_direct, load_via_api
-from sampling import Meter, child_pid, py_spy, sample_key_memory, used_memory
+from sampling import (
+    Meter,
+    child_pid,
+    metric_sum,
+    py_spy,
+    rescored_urls,
+    sample_key_memory,
+    used_memory,
+)
 from service.loadgen.demo import served_app, served_worker
 from service.store.redis.local import LocalRedis
 from service.store.redis.tuning import LISTPACK_SETTINGS
@@ -69,6 +77,10 @@ class Report:
     #: URL was not re-estimated yet) and the wall s until every effect was applied (the
     #: worker's or the API's fold), by phase.
     fold_after: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Before (a): the URLs the load left for the rescorer to score once λ₀ was known
+    #: (``crawlsched_rescore_backlog_urls`` after the warm-up), and the wall s until it
+    #: had scored them all.
+    scoring: tuple[float, float] = (math.nan, math.nan)
     #: The re-estimation part of the fold's lag when the mix ended.
     relearn_lag_end_s: float = math.nan
     topped_up: int = 0
@@ -146,6 +158,12 @@ async def run(cfg: Config, console: Console) -> Report:
             pool: list[tuple[str, str]] = []
             console.log("dispatch (a)")
             await dispatch_closed(base, cfg, cfg.warmup, pool)
+            # the warm-up gave λ₀: every host's thresholds are stale until scored once
+            rep.scoring = await scoring_drain(worker_base or base)
+            console.log(
+                f"rescorer: {rep.scoring[0]:,.0f} URLs to score after the warm-up, "
+                f"scored {rep.scoring[1]:.1f} s later"
+            )
             with py_spy(api_pid, cfg.profile, "dispatch", cfg.seconds), meter.window():
                 rep.dispatch = await dispatch_closed(base, cfg, cfg.seconds, pool)
             rep.keep("dispatch", meter, rep.dispatch.urls, "URL")
@@ -180,6 +198,25 @@ async def run(cfg: Config, console: Console) -> Report:
         admin.close()
     rep.wall_s = time.perf_counter() - t_start
     return rep
+
+
+async def scoring_drain(base: str, timeout_s: float = 600.0) -> tuple[float, float]:
+    """The rescorer's backlog (``crawlsched_rescore_backlog_urls`` of the process at
+    ``base``, the highest seen) and the wall s until it was 0 with no URL rescored for
+    a second (its passes had nothing left); NaN after ``timeout_s``."""
+    t0 = time.perf_counter()
+    most, quiet_since, last = 0.0, math.inf, math.nan
+    while time.perf_counter() - t0 < timeout_s:
+        backlog = await asyncio.to_thread(metric_sum, "crawlsched_rescore_backlog_urls", base)
+        done = await asyncio.to_thread(rescored_urls, base)
+        most = max(most, backlog)
+        now = time.perf_counter()
+        if backlog > 0 or done != last:
+            quiet_since, last = now, done
+        elif now - quiet_since >= 1.0:
+            return most, quiet_since - t0
+        await asyncio.sleep(0.1)
+    return most, math.nan
 
 
 def _lags(base: str) -> tuple[float, float]:

@@ -60,14 +60,19 @@ def cpu_seconds(pid: int | None) -> float:
 
 def rescored_urls(*bases: str | None) -> float:
     """``crawlsched_rescored_urls_total`` (URL thresholds a background rescorer
-    recomputed so far) summed over the processes whose metrics are at ``bases`` (the
-    API's, a worker's metrics port; None: none); NaN when unknown."""
+    recomputed so far) summed over the processes whose metrics are at ``bases``."""
+    return metric_sum("crawlsched_rescored_urls_total", *bases)
+
+
+def metric_sum(name: str, *bases: str | None) -> float:
+    """The sample ``name`` (unlabelled) summed over the processes whose metrics are at
+    ``bases`` (the API's, a worker's metrics port; None: none); NaN when one lacks it."""
     total = 0.0
     for base in bases:
         if base is None:
             continue
         text = httpx.get(f"{base}/metrics", timeout=30).text
-        m = re.search(r"^crawlsched_rescored_urls_total (\S+)$", text, re.M)
+        m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
         total += float(m.group(1)) if m else float("nan")
     return total
 

@@ -21,6 +21,9 @@ Estimates are running means of log values: plain means for the first
 ``window`` observations, then an exponentially weighted mean with rate
 ``1/window``, each step clipped to ``clip`` (in log units) so that a single
 signal-triggered dispatch, whose value jumps to W/Δ, cannot drag the estimate.
+Beside the mean, the same weights give the spread of the (clipped) observations,
+and so the estimate's own noise: a threshold that moved by less than that
+(:func:`drift_tolerance`) is not worth recomputing.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ __all__ = [
     "BOUND_SLACK",
     "LogMean",
     "TrackerConfig",
+    "NOISE_Z",
     "dispatch_gated",
+    "drift_tolerance",
     "host_multiplier",
     "host_observation",
     "update_log_mean",
@@ -45,6 +50,9 @@ __all__ = [
 #: of its host's gate opening (and its URL was due before that).  The Redis store's
 #: ``lease.lua`` holds the same constant.
 BOUND_SLACK = 0.5
+#: A drift of Λ within this many standard errors of λ₀'s estimate is its noise
+#: (:func:`drift_tolerance`).
+NOISE_Z = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +83,45 @@ class LogMean:
     """A running mean of log values: ``exp(log_mean)`` estimates a multiplier.
 
     ``count`` observations have been taken; ``log_mean`` is ``None`` before the
-    first.
+    first.  ``var`` is the observations' spread around the mean under the same
+    weights (log units squared; 0 before the second).
     """
 
     log_mean: float | None = None
     count: float = 0.0
+    var: float = 0.0
 
     @property
     def value(self) -> float | None:
         """The estimate in value units (weighted fresh requests per crawl), or None."""
         return None if self.log_mean is None else math.exp(self.log_mean)
 
+    def stderr(self, config: TrackerConfig) -> float:
+        """Standard error of ``log_mean`` (log units): var/n for the plain mean of the
+        first n ≤ window observations, var/(2·window − 1) for the exponentially
+        weighted one after; 0 before any.
+
+        Examples
+        --------
+        >>> LogMean(0.0, 4.0, 1.0).stderr(TrackerConfig(window=64))
+        0.5
+        >>> round(LogMean(0.0, 1000.0, 1.27).stderr(TrackerConfig(window=64)), 6)
+        0.1
+        """
+        if self.count <= 0:
+            return 0.0
+        if self.count <= config.window:
+            return math.sqrt(self.var / self.count)
+        return math.sqrt(self.var / (2.0 * config.window - 1.0))
+
 
 def update_log_mean(state: LogMean, log_values: Iterable[float], config: TrackerConfig) -> LogMean:
     """Fold observations (natural logs of crawl values) into a running log mean.
+
+    Each observation x moves the mean by a = 1/min(count, window) of its step
+    d = x − mean (clipped to ``clip`` once past the window) and the spread to
+    (1 − a)(var + a·d²): the plain mean and variance over the first ``window``
+    observations, exponentially weighted ones after.
 
     Parameters
     ----------
@@ -107,10 +140,10 @@ def update_log_mean(state: LogMean, log_values: Iterable[float], config: Tracker
     Examples
     --------
     >>> s = update_log_mean(LogMean(), [0.0, 2.0], TrackerConfig(window=4, clip=1))
-    >>> s.log_mean, s.count
-    (1.0, 2.0)
+    >>> s.log_mean, s.count, s.var
+    (1.0, 2.0, 1.0)
     """
-    mean, count = state.log_mean, state.count
+    mean, count, var = state.log_mean, state.count, state.var
     for x in log_values:
         if not math.isfinite(x):
             continue
@@ -121,8 +154,54 @@ def update_log_mean(state: LogMean, log_values: Iterable[float], config: Tracker
         step = x - mean
         if count > config.window:
             step = max(-config.clip, min(config.clip, step))
-        mean += step / min(count, config.window)
-    return LogMean(mean, count)
+        w = min(count, config.window)
+        mean += step / w
+        var = (1.0 - 1.0 / w) * (var + step * step / w)  # as lib.lua's fold
+    return LogMean(mean, count, var)
+
+
+def drift_tolerance(tolerance: float, lambda0: LogMean, config: TrackerConfig) -> float:
+    """The relative drift of a threshold Λ worth recomputing its URLs for: ``tolerance``
+    (> 0), or λ₀'s own noise when that is larger, exp(NOISE_Z · stderr) − 1.
+
+    λ₀ is a running mean of ln V at dispatch; when values span decades and many URLs
+    go out between passes, it moves by more than a fixed tolerance from pass to pass
+    on noise alone, and every host's thresholds would be recomputed every pass for
+    nothing.  Unit-free: it depends on log values and counts only.
+
+    Parameters
+    ----------
+    tolerance : float
+        The operator's least relative drift (``rescore_tolerance``).
+    lambda0 : LogMean
+        λ₀'s estimate (:func:`update_log_mean`).
+    config : TrackerConfig
+        Its window.
+
+    Returns
+    -------
+    float
+        Relative drift (> 0).
+
+    Raises
+    ------
+    ParameterError
+        If ``tolerance`` is not positive.
+
+    References
+    ----------
+    MATH.md, "Estimating the multipliers online"; docs/operations.md, "The rescorer".
+
+    Examples
+    --------
+    >>> drift_tolerance(0.05, LogMean(0.0, 10.0, 0.0), TrackerConfig(window=64))
+    0.05
+    >>> round(drift_tolerance(0.05, LogMean(0.0, 1000.0, 1.27), TrackerConfig(window=64)), 4)
+    0.2214
+    """
+    if not tolerance > 0:
+        raise ParameterError("`tolerance` must be > 0")
+    return max(tolerance, math.expm1(NOISE_Z * lambda0.stderr(config)))
 
 
 def dispatch_gated(url_due: float, gate_at: float, now: float, crawl_delay: float) -> bool:

@@ -193,6 +193,18 @@ class Metrics:
         self.rescored = Counter(
             "crawlsched_rescored_urls", "URL thresholds recomputed", registry=self.registry
         )
+        self.rescore_tolerance = Gauge(
+            "crawlsched_rescore_tolerance",
+            "Relative drift of a host's threshold before the rescorer recomputes its URLs: "
+            "CRAWLSCHED_RESCORE_TOLERANCE, or λ₀'s own noise (2 standard errors) when larger",
+            registry=self.registry,
+        )
+        self.rescore_backlog = Gauge(
+            "crawlsched_rescore_backlog_urls",
+            "URLs of hosts whose threshold drifted past the tolerance that the rescorer's "
+            "last pass left for later ones (after a bulk load, until every host is scored)",
+            registry=self.registry,
+        )
         self.relearned = Counter(
             "crawlsched_relearned_urls",
             "URLs re-scored because their estimated parameters moved",

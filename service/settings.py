@@ -134,7 +134,10 @@ class Settings(BaseSettings):
     lambda_clip: float = Field(2.0, gt=0, description="largest log step of one observation")
     initial_lambda0: float | None = Field(None, gt=0, description="λ₀ before any dispatch")
     rescore_tolerance: float = Field(
-        0.05, gt=0, description="rescore a host when its threshold drifted by this fraction"
+        0.05,
+        gt=0,
+        description="rescore a host when its threshold drifted by this fraction "
+        "(or by λ₀'s own noise, 2 standard errors, when larger)",
     )
     rescore_interval_s: float = Field(0.25, gt=0, description="wall s between rescoring passes")
     rescore_batch: int = Field(20_000, ge=1, description="URLs rescored per pass at most")

@@ -1,8 +1,9 @@
 """Recompute thresholds when λ₀ or λ_h drift (ARCHITECTURE.md, "Flow" 4).
 
 A URL's due time is ``t_last + ι(Λ_h) − β·n`` with ι computed for the Λ_h of the
-moment; when Λ_h moves by more than ``rescore_tolerance`` the host's URLs are
-re-thresholded, host by host, in the background.
+moment; when Λ_h moves by more than ``rescore_tolerance``, or by more than λ₀'s own
+noise where that is larger (:func:`scheduler_core.multipliers.drift_tolerance`), the
+host's URLs are re-thresholded, host by host, in the background.
 
 A pass reads and writes back in slices of whole hosts, about ``rescore_slice`` URLs
 each, and the process serves what waits between slices (with the embedded store the
@@ -19,6 +20,7 @@ import asyncio
 
 import numpy as np
 
+from scheduler_core.multipliers import drift_tolerance
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
 from service.scheduler.scoring import params_of_table, thresholds
@@ -36,9 +38,14 @@ async def rescore_once(ctx: Context) -> int:
     URLs); returns URLs rescored.  The hosts' URLs come and go as columns
     (:meth:`~service.store.base.Store.rescore_columns`,
     :meth:`~service.store.base.Store.set_rescored`), in slices of about
-    ``rescore_slice`` URLs with the event loop free between them."""
+    ``rescore_slice`` URLs with the event loop free between them.  The URLs of the
+    stale hosts it leaves for later passes go to ``crawlsched_rescore_backlog_urls``."""
     s = ctx.settings
-    stale = await ctx.store.hosts_needing_rescore(s.rescore_tolerance, s.rescore_batch)
+    lam0 = await ctx.store.lambda0_tracker()
+    tolerance = drift_tolerance(s.rescore_tolerance, lam0, ctx.tracker)
+    ctx.metrics.rescore_tolerance.set(tolerance)
+    found = await ctx.store.hosts_needing_rescore(tolerance, s.rescore_batch)
+    stale = found.hosts
     slices: list[RescoreColumns] = []
     k, take = 0, 1
     while k < len(stale):
@@ -50,6 +57,7 @@ async def rescore_once(ctx: Context) -> int:
         take = max(1, round(s.rescore_slice * len(part) / len(cols))) if len(cols) else 2 * take
         await asyncio.sleep(0)
     total = sum(len(c) for c in slices)
+    ctx.metrics.rescore_backlog.set(max(0, found.urls - total))
     if not total:
         return 0
     p = np.concatenate([c.params for c in slices])

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from scheduler_core.multipliers import TrackerConfig
+from scheduler_core.multipliers import LogMean, TrackerConfig
 from scheduler_core.params import FloatArray
 from service.clock import TimeSource
 from service.store.controls import (
@@ -76,6 +76,7 @@ __all__ = [
     "RetireReason",
     "ScoredParams",
     "SignalEvent",
+    "StaleHosts",
     "Store",
     "StoreStats",
     "UrlPrior",
@@ -375,6 +376,21 @@ class DispatchObservation(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class StaleHosts:
+    """What :meth:`Store.hosts_needing_rescore` finds.
+
+    Attributes
+    ----------
+    hosts : the hosts of one rescoring pass, (host, Λ_h) each, most drifted first.
+    urls : URLs of every stale host, those of ``hosts`` included: a pass capped at
+        ``max_urls`` leaves the rest for the next ones.
+    """
+
+    hosts: list[tuple[str, float]]
+    urls: int
+
+
+@dataclass(frozen=True, slots=True)
 class StoreStats:
     urls: int
     hosts: int
@@ -442,6 +458,12 @@ class Store(Protocol):
         """Current Λ_h = λ₀ + λ_h of each named host (new hosts: λ₀)."""
         ...
 
+    async def lambda0_tracker(self) -> LogMean:
+        """λ₀'s running estimate: ln λ₀, the dispatches behind it and their spread
+        (:func:`scheduler_core.multipliers.update_log_mean`), observations sent to
+        :meth:`observe_dispatch` folded in."""
+        ...
+
     async def set_params(
         self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
     ) -> None:
@@ -462,16 +484,15 @@ class Store(Protocol):
         """Store ι per URL of ``host`` computed for ``scored_lambda``; re-derive due times."""
         ...
 
-    async def hosts_needing_rescore(
-        self, tolerance: float, max_urls: int
-    ) -> list[tuple[str, float]]:
+    async def hosts_needing_rescore(self, tolerance: float, max_urls: int) -> StaleHosts:
         """Hosts whose Λ_h drifted by more than ``tolerance`` (relative) from the Λ their
-        thresholds were computed for, with the current Λ_h; at most about ``max_urls`` URLs."""
+        thresholds were computed for, with the current Λ_h; at most about ``max_urls`` URLs
+        (at least one host), and the URLs of all of them."""
         ...
 
     async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
         """The parameters and stored ι of every URL of the hosts ``stale`` ((host, Λ_h)
-        pairs, as :meth:`hosts_needing_rescore` gives them), as columns
+        pairs, as :meth:`hosts_needing_rescore` gives them in ``hosts``), as columns
         (:class:`~service.store.columns.RescoreColumns`: what :meth:`host_urls` gives,
         without a snapshot per URL)."""
         ...

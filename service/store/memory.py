@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.estimate.rates import add_event
+from scheduler_core.multipliers import LogMean
 from scheduler_core.params import FloatArray
 from service.clock import TimeSource, read_time
 from service.store.base import (
@@ -26,6 +27,7 @@ from service.store.base import (
     IdempotencyKey,
     ScoredParams,
     SignalEvent,
+    StaleHosts,
     StoreStats,
     UrlRecord,
     UrlState,
@@ -116,6 +118,9 @@ class MemoryStore(MemoryHosts):
         h = self._hosts.get(host)
         return [] if h is None else [self._snapshot(self._urls[url]) for url in sorted(h.urls)]
 
+    async def lambda0_tracker(self) -> LogMean:
+        return self._lambda0
+
     async def host_thresholds(self, hosts: Sequence[str]) -> dict[str, float]:
         lam0 = self._lambda0.value or 0.0
         return {
@@ -200,11 +205,10 @@ class MemoryStore(MemoryHosts):
             k += len(us)
             self._refresh(h)
 
-    async def hosts_needing_rescore(
-        self, tolerance: float, max_urls: int
-    ) -> list[tuple[str, float]]:
+    async def hosts_needing_rescore(self, tolerance: float, max_urls: int) -> StaleHosts:
         limit = math.log1p(tolerance)
         stale: list[tuple[float, str, float]] = []
+        urls = 0
         for h in self._hosts.values():
             if not h.urls:
                 continue
@@ -218,6 +222,7 @@ class MemoryStore(MemoryHosts):
                 drift = abs(math.log(target / scored))
             if drift > limit:
                 stale.append((drift, h.name, target))
+                urls += len(h.urls)
         stale.sort(reverse=True)
         chosen: list[tuple[str, float]] = []
         total = 0
@@ -226,7 +231,7 @@ class MemoryStore(MemoryHosts):
                 break
             chosen.append((name, target))
             total += len(self._hosts[name].urls)
-        return chosen
+        return StaleHosts(chosen, urls)
 
     # -- events ------------------------------------------------------------------------------------
     async def record_signals(

@@ -7,6 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
+from scheduler_core.multipliers import drift_tolerance
 from service.clock import ManualClock
 from service.metrics import Metrics
 from service.scheduler.context import Context
@@ -42,12 +43,14 @@ def _records() -> list[UrlRecord]:
     ]
 
 
-async def _drifted(slice_urls: int) -> tuple[Context, ManualClock]:
-    """A store whose hosts' Λ_h drifted from the Λ their thresholds were computed at."""
+async def _drifted(slice_urls: int, batch: int = 20_000) -> tuple[Context, ManualClock]:
+    """A store whose hosts' Λ_h drifted from the Λ their thresholds were computed at
+    (passes of at most ``batch`` URLs)."""
     store = MemoryStore(shards=4)
     await store.upsert_urls(_records(), T0)
     clock = ManualClock(T0)
-    ctx = Context(store, clock, Settings(rescore_slice=slice_urls), Metrics())
+    settings = Settings(rescore_slice=slice_urls, rescore_batch=batch)
+    ctx = Context(store, clock, settings, Metrics())
     for _ in range(20):
         clock.advance(1.0)
         await dispatch(ctx, 5)
@@ -95,3 +98,40 @@ async def test_the_event_loop_runs_between_slices() -> None:
     assert n >= 3 * PER_HOST
     # a turn of the loop before each slice's write-back and after each slice
     assert ticks - start >= 2 * (n // PER_HOST) - 1
+
+
+async def test_backlog_gauge_counts_what_capped_passes_leave() -> None:
+    """With a pass capped at two hosts' URLs, ``crawlsched_rescore_backlog_urls`` shows
+    the URLs of the stale hosts each pass leaves, and falls to 0 as passes drain them."""
+    ctx, _ = await _drifted(10_000_000, batch=2 * PER_HOST)
+    found = await ctx.store.hosts_needing_rescore(ctx.settings.rescore_tolerance, 10**6)
+    assert found.urls > 4 * PER_HOST  # more than two passes' worth drifted
+
+    def backlog() -> float | None:
+        return ctx.metrics.registry.get_sample_value("crawlsched_rescore_backlog_urls")
+
+    left = [float(found.urls)]
+    while (n := await rescore_once(ctx)) > 0:
+        assert n == 2 * PER_HOST
+        assert backlog() == left[-1] - n
+        left.append(left[-1] - n)
+    assert backlog() == 0 and len(left) == found.urls // (2 * PER_HOST) + 1
+
+
+async def test_drifts_within_lambda0_noise_are_not_rescored() -> None:
+    """The pass's tolerance is λ₀'s noise where that exceeds the setting: hosts that
+    drifted less are left alone, and ``crawlsched_rescore_tolerance`` shows it."""
+    ctx, _ = await _drifted(10_000_000)
+    lam0 = await ctx.store.lambda0_tracker()
+    noise = drift_tolerance(ctx.settings.rescore_tolerance, lam0, ctx.tracker)
+    assert noise > 4 * ctx.settings.rescore_tolerance  # W/Δ of these URLs span decades
+    hosts = [f"r{h}.example" for h in range(HOSTS)]
+    now = await ctx.store.host_thresholds(hosts)
+    for k, host in enumerate(hosts):  # even hosts within the noise, odd ones beyond it
+        drift = noise / 2 if k % 2 == 0 else 3 * noise
+        await ctx.store.set_thresholds(host, {}, now[host] / (1 + drift))
+    assert (await ctx.store.hosts_needing_rescore(0.05, 10**6)).urls == HOSTS * PER_HOST
+    beyond = await ctx.store.hosts_needing_rescore(noise, 10**6)
+    assert sorted(h for h, _ in beyond.hosts) == sorted(hosts[1::2])
+    assert await rescore_once(ctx) == beyond.urls == HOSTS * PER_HOST // 2
+    assert ctx.metrics.registry.get_sample_value("crawlsched_rescore_tolerance") == noise

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from scheduler_core.multipliers import TrackerConfig
+from scheduler_core.multipliers import LogMean, TrackerConfig, update_log_mean
 from service.store.base import (
     ClickEvent,
     CrawlOutcome,
@@ -316,10 +316,29 @@ async def test_multipliers_follow_dispatch_values(store: Store) -> None:
     assert lam["a.example"] == pytest.approx(2.0)
     assert lam["b.example"] == pytest.approx(8.0)  # λ₀ + λ_b, λ_b = 6
     assert lam["new.example"] == pytest.approx(2.0)
-    stale = dict(await store.hosts_needing_rescore(0.05, 10_000))
+    stale = dict((await store.hosts_needing_rescore(0.05, 10_000)).hosts)
     assert stale["b.example"] == pytest.approx(8.0)
     await store.set_thresholds("b.example", {}, stale["b.example"])
-    assert "b.example" not in dict(await store.hosts_needing_rescore(0.05, 10_000))
+    assert "b.example" not in dict((await store.hosts_needing_rescore(0.05, 10_000)).hosts)
+
+
+async def test_lambda0_tracker_folds_as_the_core_does(store: Store) -> None:
+    """λ₀'s mean, count and spread are the core's update_log_mean of the ungated values,
+    bit for bit, whether the observations are folded when read or by the next lease."""
+    await store.upsert_urls([rec(f"https://a.example/{i}") for i in range(3)], T0)
+    cfg = TrackerConfig(window=4, clip=1.5)
+    rng = np.random.default_rng(8)
+    first = [float(x) for x in rng.normal(0.0, 2.0, 6)]
+    second = [float(x) for x in rng.normal(1.0, 2.0, 5)]
+    obs = [DispatchObservation("a.example", x, gated=False) for x in first]
+    await store.observe_dispatch([*obs, DispatchObservation("a.example", 9.0, gated=True)], cfg)
+    expected = update_log_mean(LogMean(), first, cfg)
+    assert await store.lambda0_tracker() == expected
+    await store.observe_dispatch([DispatchObservation("a.example", x, False) for x in second], cfg)
+    await store.lease_next(T0 + 1e6, 1, 60.0, False)  # folds what was observed before it
+    expected = update_log_mean(expected, second, cfg)
+    assert await store.lambda0_tracker() == expected
+    assert expected.var > 0 and expected.count == 11
 
 
 async def test_stats_count_due_backlog(store: Store) -> None:

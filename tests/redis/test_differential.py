@@ -467,7 +467,7 @@ async def test_stale_hosts_in_slices_match(
                 encoding = await redis_store.client.object("encoding", redis_store._keys[0].hosts)
                 assert encoding == b"hashtable"
             # about half the hosts scored for their current Λ_h: no longer stale
-            for host, lam in await store.hosts_needing_rescore(0.05, 10**6):
+            for host, lam in (await store.hosts_needing_rescore(0.05, 10**6)).hosts:
                 if host in fresh:
                     await store.set_thresholds(host, {}, lam)
             found.append(
@@ -479,9 +479,13 @@ async def test_stale_hosts_in_slices_match(
     finally:
         await redis_store.close()
     for mem, red in zip(found[0], found[1], strict=True):  # every host, then a cap
-        assert [h for h, _ in mem] == [h for h, _ in red]
-        assert [x for _, x in mem] == pytest.approx([x for _, x in red], rel=1e-12)
-    assert 0 < len(found[0][1]) < len(found[0][0]) < 1200  # the cap binds; some are fresh
+        assert [h for h, _ in mem.hosts] == [h for h, _ in red.hosts]
+        assert [x for _, x in mem.hosts] == pytest.approx([x for _, x in red.hosts], rel=1e-12)
+        assert mem.urls == red.urls  # the backlog: every stale host's URLs, capped or not
+    every, capped = found[0]
+    assert 0 < len(capped.hosts) < len(every.hosts) < 1200  # the cap binds; some are fresh
+    stale = {h for h, _ in every.hosts}
+    assert capped.urls == every.urls == sum(r.host in stale for r in records)
 
 
 async def test_stats_in_slices_match(server: LocalRedis, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from scheduler_core.multipliers import (
     LogMean,
     TrackerConfig,
     dispatch_gated,
+    drift_tolerance,
     host_multiplier,
     host_observation,
     update_log_mean,
@@ -73,6 +74,40 @@ def test_log_mean_converges_to_the_geometric_mean() -> None:
     s = update_log_mean(LogMean(), draws, cfg)
     # EWMA over ~window draws: standard error ≈ σ / sqrt(2·window)
     assert s.value == pytest.approx(7.0, rel=4 * 0.5 / math.sqrt(400))
+
+
+def test_log_spread_is_the_variance_then_an_ewm_variance() -> None:
+    """Over the first ``window`` observations the spread is their plain variance; after,
+    it follows the exponentially weighted recurrence, so that in a stationary stream
+    the standard error (var/(2w − 1)) matches the spread of the estimate itself."""
+    rng = np.random.default_rng(12)
+    cfg = TrackerConfig(window=50.0, clip=100.0)
+    xs = rng.normal(1.0, 0.8, 50)
+    s = update_log_mean(LogMean(), xs, cfg)
+    assert s.var == pytest.approx(float(np.var(xs)), rel=1e-12)
+    assert s.stderr(cfg) == pytest.approx(float(np.std(xs)) / math.sqrt(50), rel=1e-12)
+    # stationary: the estimate's spread over many independent runs is its stderr
+    means, errs = [], []
+    for _ in range(400):
+        r = update_log_mean(LogMean(), rng.normal(0.0, 1.0, 2000), cfg)
+        assert r.log_mean is not None
+        means.append(r.log_mean)
+        errs.append(r.stderr(cfg))
+    sd = float(np.std(means))
+    # the s.d. of 400 draws is within ~3.5 % (1/√800) of its true value: 4 s.e.
+    assert float(np.mean(errs)) == pytest.approx(sd, rel=4 / math.sqrt(800))
+
+
+def test_drift_tolerance_is_the_setting_or_lambda0_noise() -> None:
+    cfg = TrackerConfig(window=64.0)
+    assert drift_tolerance(0.05, LogMean(), cfg) == 0.05
+    assert drift_tolerance(0.05, LogMean(0.0, 1e6, 1e-6), cfg) == 0.05  # a quiet λ₀
+    noisy = LogMean(0.0, 1e6, 2.0)  # ln V spread over ~3 decades
+    assert drift_tolerance(0.05, noisy, cfg) == pytest.approx(
+        math.expm1(2.0 * math.sqrt(2.0 / 127.0)), rel=1e-12
+    )
+    with pytest.raises(ParameterError):
+        drift_tolerance(0.0, noisy, cfg)
 
 
 def test_host_multiplier() -> None:

@@ -98,7 +98,7 @@ class GlobalKeys:
 
     @property
     def multiplier(self) -> str:
-        """Hash: ``mean`` (ln λ₀) and ``count`` of the global budget multiplier."""
+        """Hash: ``mean`` (ln λ₀), ``count`` and ``var`` of the global budget multiplier."""
         return f"{self.prefix}:{{g}}:lambda0"
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import struct
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from scheduler_core.multipliers import (
     host_observation,
 )
 from service.errors import StoreUnavailable
-from service.store.base import DispatchObservation
+from service.store.base import DispatchObservation, StaleHosts
 from service.store.redis.base import RedisBase
 from service.store.redis.client import text, unavailable
 from service.store.redis.records import host_log_mean
@@ -42,8 +43,15 @@ class RedisMultipliers(RedisBase):
     async def _lambda0(self) -> LogMean:
         """The current λ₀ estimate, pending observations folded in first."""
         await self._flush()
-        mean, count = await self.client.hmget(self._global.multiplier, ["mean", "count"])
-        self._lam0 = LogMean(None if mean is None else float(mean), float(count or 0.0))
+        return await self._read_lambda0()
+
+    async def _read_lambda0(self) -> LogMean:
+        """λ₀'s estimate as stored."""
+        got = await self.client.hmget(self._global.multiplier, ["mean", "count", "var"])
+        mean, count, var = got
+        self._lam0 = LogMean(
+            None if mean is None else float(mean), float(count or 0.0), float(var or 0.0)
+        )
         self._lam0_read_at = time.monotonic()
         return self._lam0
 
@@ -52,6 +60,10 @@ class RedisMultipliers(RedisBase):
         if time.monotonic() - self._lam0_read_at > _LAMBDA0_MAX_AGE_S:
             return await self._lambda0()
         return self._lam0
+
+    @unavailable
+    async def lambda0_tracker(self) -> LogMean:
+        return await self._lambda0()
 
     @unavailable
     async def host_thresholds(self, hosts: Sequence[str]) -> dict[str, float]:
@@ -74,9 +86,7 @@ class RedisMultipliers(RedisBase):
         return out
 
     @unavailable
-    async def hosts_needing_rescore(
-        self, tolerance: float, max_urls: int
-    ) -> list[tuple[str, float]]:
+    async def hosts_needing_rescore(self, tolerance: float, max_urls: int) -> StaleHosts:
         """The stale hosts of every shard, read in slices of about ``_STALE_SLICE`` hosts
         (``stale_hosts.lua`` from an ``HSCAN`` cursor), one call per round trip: no call
         holds Redis for longer than a slice takes, however many hosts a shard has (one
@@ -106,7 +116,7 @@ class RedisMultipliers(RedisBase):
                 break
             chosen.append((name, target))
             total += urls
-        return chosen
+        return StaleHosts(chosen, sum(x[3] for x in stale))
 
     @unavailable
     async def observe_dispatch(
@@ -154,15 +164,12 @@ class RedisMultipliers(RedisBase):
     async def _fold(self, observations: Sequence[DispatchObservation]) -> None:
         config = self._pending_config
         window, clip = repr(float(config.window)), repr(float(config.clip))
-        free = [
-            repr(o.log_value) for o in observations if not o.gated and math.isfinite(o.log_value)
-        ]
+        free = [o.log_value for o in observations if not o.gated and math.isfinite(o.log_value)]
         if free:
-            call = Call("lambda0", (self._global.multiplier,), (window, clip, *free))
-            ((mean_s, count_s),) = await self._run([call])
-            self._lam0 = LogMean(float(mean_s) if mean_s else None, float(count_s))
-            self._lam0_read_at = time.monotonic()
-            log_lam0 = self._lam0.log_mean
+            packed = struct.pack(f"<{len(free)}d", *free)
+            call = Call("lambda0", (self._global.multiplier,), (window, clip, packed))
+            await self._run([call])
+            log_lam0 = (await self._read_lambda0()).log_mean
         else:
             mean, _ = await self.client.hmget(self._global.multiplier, ["mean", "count"])
             log_lam0 = None if mean is None else float(mean)

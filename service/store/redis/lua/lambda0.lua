@@ -1,18 +1,9 @@
 -- Fold observations into the global λ₀ log-mean estimate, atomically (no lost
 -- updates between API processes).
--- KEYS[1] the global multiplier hash: mean (ln λ₀; absent = none), count.
--- ARGV[1] window (dispatches); ARGV[2] clip (log units); then x (ln V) per observation.
+-- KEYS[1] the global multiplier hash: mean (ln λ₀; absent = none), count, var.
+-- ARGV[1] window (dispatches); ARGV[2] clip (log units); ARGV[3] x (ln V) per
+-- observation, packed '<d' each (lib.lua fold_lambda0).
 -- Returns {mean or '', count}.
-local window, clip = num(ARGV[1]), num(ARGV[2])
-local got = redis.call('HMGET', KEYS[1], 'mean', 'count')
-local mean, count = num(got[1]) or NAN, num(got[2]) or 0
-for i = 3, #ARGV do mean, count = fold(mean, count, num(ARGV[i]), window, clip) end
-if #ARGV > 2 then
-  if isnan(mean) then
-    redis.call('HSET', KEYS[1], 'count', str(count))
-  else
-    redis.call('HSET', KEYS[1], 'mean', str(mean), 'count', str(count))
-  end
-end
+local mean, count = fold_lambda0(KEYS[1], ARGV[3], num(ARGV[1]), num(ARGV[2]))
 if isnan(mean) then return {'', str(count)} end
 return {str(mean), str(count)}

@@ -18,7 +18,7 @@
 -- shard only (a cluster routes by the declared keys, which must share a slot): the
 -- others come in one argument.
 -- KEYS: 9 per shard, in lib.lua's order, for the first S − U of the call's S shards;
--- then, optionally, the global multiplier hash (mean = ln λ₀, count).
+-- then, optionally, the global multiplier hash (mean = ln λ₀, count, var).
 -- ARGV[1] the clock, "start speed epoch" (lib.lua clock_now); ARGV[2] mode, 'lease' or
 -- 'plan'; ARGV[3] cap, most hosts in all; ARGV[4] k_ahead, most of them not yet due;
 -- ARGV[5] lease TTL, s; ARGV[6] nonce of this call (no white space); ARGV[7] lease
@@ -72,19 +72,8 @@ K_ONCE = nil
 local log_lam0, lam0_count = NAN, ''
 if K_MULT then
   local window, clip = num(ARGV[A + 1]), num(ARGV[A + 2])
-  local got = redis.call('HMGET', K_MULT, 'mean', 'count')
-  local mean, count = num(got[1]) or NAN, num(got[2]) or 0
   local free, obs = ARGV[A + 3], ARGV[A + 4]
-  for at = 1, #free, 8 do
-    mean, count = fold(mean, count, struct.unpack('<d', free, at), window, clip)
-  end
-  if #free > 0 then
-    if isnan(mean) then
-      redis.call('HSET', K_MULT, 'count', str(count))
-    else
-      redis.call('HSET', K_MULT, 'mean', str(mean), 'count', str(count))
-    end
-  end
+  local mean, count = fold_lambda0(K_MULT, free, window, clip)
   log_lam0, lam0_count = mean, str(count)
   local by_shard = {}  -- shard index -> host, x, host, x, ... in the order given
   local at = 1

@@ -517,6 +517,35 @@ local function fold(mean, count, x, window, clip)
   return mean + step / math.min(count, window), count
 end
 
+-- fold, and the spread of the observations around the mean under the same weights
+-- (λ₀'s: scheduler_core/multipliers.py update_log_mean, the same operations in order)
+local function fold_spread(mean, count, var, x, window, clip)
+  count = count + 1
+  if isnan(mean) then return x, count, var end
+  local step = x - mean
+  if count > window then step = math.max(-clip, math.min(clip, step)) end
+  local w = math.min(count, window)
+  return mean + step / w, count, (1.0 - 1.0 / w) * (var + step * step / w)
+end
+
+-- Fold ln V of ungated dispatches (`free`, packed '<d' each) into the global λ₀ hash
+-- `key` (mean = ln λ₀, count, var); returns the mean (NaN: none yet) and the count.
+local function fold_lambda0(key, free, window, clip)
+  local got = redis.call('HMGET', key, 'mean', 'count', 'var')
+  local mean, count, var = num(got[1]) or NAN, num(got[2]) or 0, num(got[3]) or 0
+  for at = 1, #free, 8 do
+    mean, count, var = fold_spread(mean, count, var, struct.unpack('<d', free, at), window, clip)
+  end
+  if #free > 0 then
+    if isnan(mean) then
+      redis.call('HSET', key, 'count', str(count))
+    else
+      redis.call('HSET', key, 'mean', str(mean), 'count', str(count), 'var', str(var))
+    end
+  end
+  return mean, count
+end
+
 -- Fold observations into the hosts' log-mean estimates (λ_h) of the current shard:
 -- `obs` is host, x, host, x, ... (x a number, ln V − ln λ₀), folded in that order.  One
 -- HMGET and one HSET for all; only the mean and count of each record change (a host
