@@ -7,8 +7,9 @@ the other processes' load in each run's phase):
 
 (a) URLs dispatched per second through ``GET /next?n=100`` by ONE API process
     (uvicorn subprocess, system clock, crawl delay 1 ms so politeness does not bind),
-    closed loop over ``--workers`` concurrent keep-alive connections; the leases are
-    kept for (b).
+    closed loop over ``--workers`` concurrent keep-alive connections, in steady state
+    (after the warm-up, once the rescorer has scored what the load left unscored); the
+    leases are kept for (b).
 (c) p50/p99 latency of ``GET /next?n=100`` at HALF the request rate of (a), open loop
     (requests start on a fixed schedule; latency counts from the scheduled start, so a
     slow answer delays nothing and hides nothing).
