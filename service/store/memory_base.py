@@ -109,7 +109,10 @@ class MemoryBase:
         ``max_in_flight`` leases out."""
         ready = self._shards[host.shard].ready
         if host.ready_key is not None:
-            ready.remove(host.ready_key)
+            if ready[0] == host.ready_key:  # the head, as a host just leased from is
+                ready.pop(0)
+            else:
+                ready.remove(host.ready_key)
             host.ready_key = None
         if host.queue and not host.paused and host.in_flight < self._cap(host):
             block = -math.inf if host.blocked_until is None else host.blocked_until

@@ -54,16 +54,19 @@ class MemoryDispatch(MemoryBase):
     def _reclaim(self, now: float) -> None:
         for shard in self._shards:
             while shard.leases and shard.leases[0][0] <= now:
-                _, lease_id = shard.leases.pop(0)
-                lease = self._active[lease_id]
-                self._finish(lease_id, lease, LeaseStatus.EXPIRED)
-                self._expired_total += 1
-                u = self._urls[lease.url]
-                u.lease_id = u.lease_deadline = None
-                host = self._hosts[u.host]
-                host.in_flight -= 1
-                host.queue.add((u.due_at, u.url))
-                self._refresh(host)
+                _, nonce = shard.leases.pop(0)
+                for lease_id in shard.lease_groups.pop(nonce):
+                    lease = self._active.get(lease_id)
+                    if lease is None:
+                        continue  # settled, or ended with its URL's removal
+                    self._finish(lease_id, lease, LeaseStatus.EXPIRED)
+                    self._expired_total += 1
+                    u = self._urls[lease.url]
+                    u.lease_id = u.lease_deadline = None
+                    host = self._hosts[u.host]
+                    host.in_flight -= 1
+                    host.queue.add((u.due_at, u.url))
+                    self._refresh(host)
 
     def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row | None:
         """Lease the head of a host's queue; None (and the head moved to its floor) when
@@ -85,7 +88,12 @@ class MemoryDispatch(MemoryBase):
         lease_id = f"{self._lease_nonce}{self._lease_seq:x}"  # this call's nonce, a counter
         deadline = now + ttl_s
         self._active[lease_id] = Lease(url, host.shard, deadline, now)
-        self._shards[host.shard].leases.add((deadline, lease_id))
+        shard = self._shards[host.shard]
+        group = shard.lease_groups.get(self._lease_nonce)
+        if group is None:  # this call's first lease from the shard
+            group = shard.lease_groups[self._lease_nonce] = []
+            shard.leases.add((deadline, self._lease_nonce))
+        group.append(lease_id)
         u.lease_id, u.lease_deadline = lease_id, deadline
         return u, host, gated
 
@@ -286,7 +294,6 @@ class MemoryDispatch(MemoryBase):
             return EventStatus.STALE  # URL dropped, or leased again since this lease expired
         host = self._hosts[u.host]
         if lease.status is LeaseStatus.ACTIVE:
-            self._shards[lease.shard].leases.discard((lease.deadline, o.lease_id))
             host.in_flight -= 1
         else:
             host.queue.discard((u.due_at, u.url))  # expired lease: the URL was queued again
@@ -346,12 +353,10 @@ class MemoryDispatch(MemoryBase):
         free = [o.log_value for o in observations if not o.gated]
         self._lambda0 = update_log_mean(self._lambda0, free, config)
         log_lam0 = self._lambda0.log_mean
-        per_host: dict[str, list[float]] = {}  # each host's in dispatch order
-        for o in observations:
+        if log_lam0 is None:
+            return
+        for o in observations:  # each host's in dispatch order
             x = host_observation(o.log_value, o.gated, log_lam0)
-            if x is not None:
-                per_host.setdefault(o.host, []).append(x)
-        for name, xs in per_host.items():
-            host = self._hosts.get(name)
-            if host is not None:
-                host.estimate = update_log_mean(host.estimate, xs, config)
+            host = self._hosts.get(o.host)
+            if x is not None and host is not None:
+                host.estimate = update_log_mean(host.estimate, (x,), config)

@@ -92,8 +92,7 @@ class MemoryHosts(MemoryDispatch):
             host.urls.discard(url)
             host.retired.discard(url)
             if u.lease_id is not None:
-                lease = self._active[u.lease_id]
-                self._shards[lease.shard].leases.discard((lease.deadline, u.lease_id))
+                lease = self._active[u.lease_id]  # its deadline's group skips it now
                 self._finish(u.lease_id, lease, LeaseStatus.EXPIRED)
                 host.in_flight -= 1
             else:

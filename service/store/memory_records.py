@@ -87,7 +87,11 @@ class Host:
 @dataclass(slots=True)
 class Shard:
     ready: SortedList = field(default_factory=SortedList)  # (readiness, host)
-    leases: SortedList = field(default_factory=SortedList)  # (deadline, lease_id)
+    #: (deadline, call nonce): the leases one call gave from this shard share a deadline
+    #: and expire together; ``lease_groups`` lists them (settled ones stay until then,
+    #: and the reclaim skips them)
+    leases: SortedList = field(default_factory=SortedList)
+    lease_groups: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
