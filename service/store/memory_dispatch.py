@@ -87,7 +87,7 @@ class MemoryDispatch(MemoryBase):
         self._lease_seq += 1
         lease_id = f"{self._lease_nonce}{self._lease_seq:x}"  # this call's nonce, a counter
         deadline = now + ttl_s
-        self._active[lease_id] = Lease(url, host.shard, deadline, now)
+        self._active[lease_id] = Lease(url, now)
         shard = self._shards[host.shard]
         group = shard.lease_groups.get(self._lease_nonce)
         if group is None:  # this call's first lease from the shard
@@ -357,6 +357,8 @@ class MemoryDispatch(MemoryBase):
             return
         for o in observations:  # each host's in dispatch order
             x = host_observation(o.log_value, o.gated, log_lam0)
+            if x is None:
+                continue
             host = self._hosts.get(o.host)
-            if x is not None and host is not None:
+            if host is not None:
                 host.estimate = update_log_mean(host.estimate, (x,), config)

@@ -97,8 +97,6 @@ class Shard:
 @dataclass(slots=True)
 class Lease:
     url: str
-    shard: int
-    deadline: float
     issued_at: float
     status: LeaseStatus = LeaseStatus.ACTIVE
 

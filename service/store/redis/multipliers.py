@@ -9,6 +9,7 @@ import struct
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from redis.exceptions import RedisError
 from scheduler_core.multipliers import (
@@ -47,10 +48,14 @@ class RedisMultipliers(RedisBase):
 
     async def _read_lambda0(self) -> LogMean:
         """λ₀'s estimate as stored."""
-        got = await self.client.hmget(self._global.multiplier, ["mean", "count", "var"])
-        mean, count, var = got
+        fields = await self.client.hmget(self._global.multiplier, ["mean", "count", "var"])
+        return self._keep_lambda0(*fields)
+
+    def _keep_lambda0(self, mean: Any, count: Any, var: Any) -> LogMean:
+        """λ₀'s estimate from the hash's fields (or ``lambda0.lua``'s answer: '' or
+        None for no mean), kept as the latest read."""
         self._lam0 = LogMean(
-            None if mean is None else float(mean), float(count or 0.0), float(var or 0.0)
+            None if not mean else float(mean), float(count or 0.0), float(var or 0.0)
         )
         self._lam0_read_at = time.monotonic()
         return self._lam0
@@ -168,11 +173,10 @@ class RedisMultipliers(RedisBase):
         if free:
             packed = struct.pack(f"<{len(free)}d", *free)
             call = Call("lambda0", (self._global.multiplier,), (window, clip, packed))
-            await self._run([call])
-            log_lam0 = (await self._read_lambda0()).log_mean
+            ((mean_s, count_s, var_s),) = await self._run([call])
+            log_lam0 = self._keep_lambda0(mean_s, count_s, var_s).log_mean
         else:
-            mean, _ = await self.client.hmget(self._global.multiplier, ["mean", "count"])
-            log_lam0 = None if mean is None else float(mean)
+            log_lam0 = (await self._read_lambda0()).log_mean
         groups: dict[int, list[str]] = defaultdict(list)
         for o in observations:
             x = host_observation(o.log_value, o.gated, log_lam0)

@@ -508,17 +508,8 @@ local function reclaim(now, history)
   return #expired
 end
 
--- Running mean of log values (scheduler_core/multipliers.py update_log_mean).
-local function fold(mean, count, x, window, clip)
-  count = count + 1
-  if isnan(mean) then return x, count end
-  local step = x - mean
-  if count > window then step = math.max(-clip, math.min(clip, step)) end
-  return mean + step / math.min(count, window), count
-end
-
--- fold, and the spread of the observations around the mean under the same weights
--- (λ₀'s: scheduler_core/multipliers.py update_log_mean, the same operations in order)
+-- Running mean of log values and their spread under the same weights
+-- (scheduler_core/multipliers.py update_log_mean, the same operations in order).
 local function fold_spread(mean, count, var, x, window, clip)
   count = count + 1
   if isnan(mean) then return x, count, var end
@@ -528,8 +519,14 @@ local function fold_spread(mean, count, var, x, window, clip)
   return mean + step / w, count, (1.0 - 1.0 / w) * (var + step * step / w)
 end
 
+-- the same without the spread (a host's record keeps none)
+local function fold(mean, count, x, window, clip)
+  local m, c = fold_spread(mean, count, 0, x, window, clip)
+  return m, c
+end
+
 -- Fold ln V of ungated dispatches (`free`, packed '<d' each) into the global λ₀ hash
--- `key` (mean = ln λ₀, count, var); returns the mean (NaN: none yet) and the count.
+-- `key` (mean = ln λ₀, count, var); returns the mean (NaN: none yet), count and var.
 local function fold_lambda0(key, free, window, clip)
   local got = redis.call('HMGET', key, 'mean', 'count', 'var')
   local mean, count, var = num(got[1]) or NAN, num(got[2]) or 0, num(got[3]) or 0
@@ -543,7 +540,7 @@ local function fold_lambda0(key, free, window, clip)
       redis.call('HSET', key, 'mean', str(mean), 'count', str(count), 'var', str(var))
     end
   end
-  return mean, count
+  return mean, count, var
 end
 
 -- Fold observations into the hosts' log-mean estimates (λ_h) of the current shard:
