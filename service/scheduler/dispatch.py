@@ -60,12 +60,13 @@ async def dispatch(
     counted = (~due_by_revisit_cap(cols.state, s.max_revisit_s)).tolist()
     gated = cols.gated.tolist()
     thresholds = cols.threshold.tolist()
+    observed = cols.host_observed.tolist()
     await ctx.store.observe_dispatch(
         [
             # until λ₀ has an estimate (Λ_h = 0) a gated dispatch is none of λ_h's
             # business: it counts for λ₀, or λ₀ could wait forever where politeness
             # binds from the first dispatch on
-            DispatchObservation(cols.hosts[i], logs[i], gated[i] and thresholds[i] > 0)
+            DispatchObservation(cols.hosts[i], logs[i], gated[i] and thresholds[i] > 0, observed[i])
             for i in range(len(cols))
             if counted[i]
         ],

@@ -367,12 +367,15 @@ class CrawlOutcome:
 
 
 class DispatchObservation(NamedTuple):
-    """A dispatched URL's host, ln V at dispatch and whether politeness held it back
-    (a named tuple: ~100 a ``/next``, built cheaply)."""
+    """A dispatched URL's host, ln V at dispatch, whether politeness held it back, and
+    whether the store folded it into its host's λ_h already as it leased it
+    (:attr:`~service.store.columns.LeaseColumns.host_observed`: then it counts for λ₀
+    alone here).  A named tuple: ~100 a ``/next``, built cheaply."""
 
     host: str
     log_value: float  # ln V at dispatch
     gated: bool
+    host_observed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

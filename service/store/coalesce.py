@@ -9,6 +9,10 @@ host gives one URL per call); when the joint call comes back short, the callers 
 yet served in full go out again, as their own calls would have, until a call gives
 nothing more.  Coalescing changes how many round trips a burst costs, not what it
 gets.
+
+The store answers a call undecoded (:class:`Answered`): once its answer is in and it
+served every caller, the next call goes out before this one's answer is decoded, so
+that the store works on the next call while this process decodes the last.
 """
 
 from __future__ import annotations
@@ -22,9 +26,19 @@ import numpy as np
 from service.clock import TimeSource
 from service.store.columns import LeaseColumns
 
-__all__ = ["LeaseCoalescer", "join_rows", "take_rows"]
+__all__ = ["Answered", "LeaseCoalescer", "join_rows", "take_rows"]
 
-LeaseFn = Callable[[TimeSource, int, float, bool], Awaitable[LeaseColumns]]
+
+@dataclass(frozen=True)
+class Answered:
+    """A store's answer to one lease call, not yet decoded: how many leases it holds,
+    and the function that decodes them."""
+
+    size: int
+    decode: Callable[[], LeaseColumns]
+
+
+LeaseFn = Callable[[TimeSource, int, float, bool], Awaitable[Answered]]
 
 
 def take_rows(cols: LeaseColumns, start: int, stop: int) -> LeaseColumns:
@@ -32,7 +46,7 @@ def take_rows(cols: LeaseColumns, start: int, stop: int) -> LeaseColumns:
     return LeaseColumns(
         cols.now, cols.lease_ids[start:stop], cols.urls[start:stop], cols.hosts[start:stop],
         cols.deadline[start:stop], cols.gated[start:stop], cols.threshold[start:stop],
-        cols.state[start:stop],
+        cols.state[start:stop], cols.host_observed[start:stop],
     )  # fmt: skip
 
 
@@ -45,6 +59,7 @@ def join_rows(parts: Sequence[LeaseColumns]) -> LeaseColumns:
         [x for p in parts for x in p.urls], [x for p in parts for x in p.hosts],
         np.concatenate([p.deadline for p in parts]), np.concatenate([p.gated for p in parts]),
         np.concatenate([p.threshold for p in parts]), np.concatenate([p.state for p in parts]),
+        np.concatenate([p.host_observed for p in parts]),
     )  # fmt: skip
 
 
@@ -66,7 +81,8 @@ class LeaseCoalescer:
         self._lease = lease
         self._queue: list[_Waiting] = []
         self._busy = False
-        self._serving: asyncio.Task[None] | None = None
+        # kept: the loop holds only a weak reference to a task
+        self._serving: set[asyncio.Task[None]] = set()
 
     async def __call__(
         self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
@@ -81,14 +97,20 @@ class LeaseCoalescer:
         if not self._busy and not self._queue:  # nothing in flight: go now
             self._busy = True
             try:
-                return await self._lease(now, n, lease_ttl_s, dispatch_ahead)
+                answered = await self._lease(now, n, lease_ttl_s, dispatch_ahead)
             finally:
-                self._busy = False
-                self._next()
+                self._release()
+            await asyncio.sleep(0)  # the next call goes out, then this one is decoded
+            return answered.decode()
         future: asyncio.Future[LeaseColumns] = asyncio.get_running_loop().create_future()
         clock = now if isinstance(now, float | int) else id(now)  # a reading, or a clock
         self._queue.append(_Waiting((clock, lease_ttl_s, dispatch_ahead), now, n, future))
         return await future
+
+    def _release(self) -> None:
+        """The call in flight is answered: send the next."""
+        self._busy = False
+        self._next()
 
     def _next(self) -> None:
         """Send the waiting calls that share the first one's settings, as one."""
@@ -101,17 +123,24 @@ class LeaseCoalescer:
             self._next()
             return
         self._busy = True
-        # kept: the loop holds only a weak reference to a task
-        self._serving = asyncio.get_running_loop().create_task(self._serve(batch))
+        task = asyncio.get_running_loop().create_task(self._serve(batch))
+        self._serving.add(task)
+        task.add_done_callback(self._serving.discard)
 
     async def _serve(self, batch: list[_Waiting]) -> None:
         first = batch[0]
         _, ttl, ahead = first.key
         need = {id(w): w.n for w in batch}
+        released = False
         try:
             while batch:
                 total = sum(need[id(w)] for w in batch)
-                cols = await self._lease(first.now, total, ttl, ahead)
+                answered = await self._lease(first.now, total, ttl, ahead)
+                if answered.size in (0, total):  # no follow-up: the next call may go
+                    released = True
+                    self._release()
+                    await asyncio.sleep(0)
+                cols = answered.decode()
                 start, short = 0, []
                 for w in batch:
                     stop = min(start + need[id(w)], len(cols))
@@ -129,8 +158,8 @@ class LeaseCoalescer:
                 if not w.future.done():
                     w.future.set_exception(exc)
         finally:
-            self._busy = False
-            self._next()
+            if not released:
+                self._release()
 
 
 def _resolve(w: _Waiting, last: LeaseColumns) -> None:

@@ -75,6 +75,9 @@ class LeaseColumns:
         Λ_h = λ₀ + λ_h of the URL's host when leased.
     state : ndarray, shape (m,), structured
         The URL's stored state as leased, at least the :data:`URL_COLUMNS` fields.
+    host_observed : ndarray, shape (m,), bool
+        The store folded the dispatch into its host's λ_h itself as it leased it (an
+        ungated one, λ₀ known: :class:`~service.store.base.DispatchObservation`).
     """
 
     now: float
@@ -85,6 +88,7 @@ class LeaseColumns:
     gated: npt.NDArray[np.bool_]
     threshold: npt.NDArray[np.float64]
     state: npt.NDArray[Any]
+    host_observed: npt.NDArray[np.bool_]
 
     def __len__(self) -> int:
         return len(self.lease_ids)
@@ -138,6 +142,7 @@ def columns_of(now: float, grants: Sequence[LeaseGrant]) -> LeaseColumns:
         gated=np.array([g.gated for g in grants], dtype=np.bool_),
         threshold=np.array([g.threshold for g in grants], dtype=np.float64),
         state=state,
+        host_observed=np.zeros(len(grants), dtype=np.bool_),
     )
 
 

@@ -190,6 +190,7 @@ class MemoryDispatch(MemoryBase):
             gated=np.array([gated for _, _, gated in rows], dtype=np.bool_),
             threshold=np.array([lam[host.name] for _, host, _ in rows], dtype=np.float64),
             state=state,
+            host_observed=np.zeros(len(rows), dtype=np.bool_),
         )
 
     def _lease(self, now: float, n: int, lease_ttl_s: float, dispatch_ahead: bool) -> list[_Row]:
@@ -357,7 +358,7 @@ class MemoryDispatch(MemoryBase):
             return
         for o in observations:  # each host's in dispatch order
             x = host_observation(o.log_value, o.gated, log_lam0)
-            if x is None:
+            if x is None or o.host_observed:
                 continue
             host = self._hosts.get(o.host)
             if host is not None:

@@ -5,6 +5,7 @@ and to the hosts' means of ln(Λ_h / λ₀).  The rule is
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import AsyncIterator, Iterator, Sequence
 from importlib.resources import files
@@ -13,7 +14,13 @@ import numpy as np
 import pytest
 import redis
 
-from scheduler_core.multipliers import BOUND_SLACK, TrackerConfig, dispatch_gated
+from scheduler_core.multipliers import (
+    BOUND_SLACK,
+    LogMean,
+    TrackerConfig,
+    dispatch_gated,
+    update_log_mean,
+)
 from service.store.base import DispatchObservation, UrlRecord, shard_of
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys
@@ -112,10 +119,43 @@ async def test_the_fold_keeps_host_means_as_excess_over_lambda0(
     await store.upsert_urls([rec(f"https://{free}/x"), rec(f"https://{bound}/y")], T0)
     observed = [DispatchObservation(free, math.log(2.0), False)] * 4
     observed += [DispatchObservation(bound, math.log(8.0), True)] * 4
-    await _lease(store, free, T0 + 500.0, observed)
+    assert len(await _lease(store, free, T0 + 50.0, observed)) == 0  # none due yet: a fold
     mean, count = raw.hmget(store._global.multiplier, ["mean", "count"])
     assert (float(mean or "nan"), float(count or 0)) == (pytest.approx(math.log(2.0)), 4.0)
     assert _host(raw, free)[2:4] == (0.0, 4.0)  # Λ = λ₀: excess ln 1
     assert _host(raw, bound)[2] == pytest.approx(math.log(4.0))  # Λ_h = 8 = 4 λ₀
     thresholds = await store.host_thresholds([free, bound])
     assert thresholds == {free: pytest.approx(2.0), bound: pytest.approx(8.0)}
+
+
+async def test_an_ungated_lease_is_folded_into_its_host_as_it_is_leased(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """Once λ₀ is known, an ungated lease adds its observation (0: Λ_h = λ₀) to its host
+    as the core's fold would, after the host's earlier ones, and its grant says so
+    (``host_observed``); a URL due by the revisit cap alone adds none, and before λ₀ is
+    known none is folded as leased."""
+    config = TrackerConfig(window=4, clip=10)
+    early, host, capped = "early.example", "late.example", "capped.example"
+    await store.upsert_urls(
+        [rec(f"https://{early}/a"), rec(f"https://{host}/a"), rec(f"https://{host}/b")], T0
+    )
+    cols = await store.lease_columns(T0 + 500.0, 10, 3_600.0, False)  # λ₀ unknown
+    assert sorted(cols.hosts) == [early, host] and not cols.host_observed.any()
+    assert _host(raw, early)[3] == _host(raw, host)[3] == 0.0
+    await store.observe_dispatch([DispatchObservation(early, math.log(3.0), False)], config)
+    cap = 30 * 86_400.0  # the store's revisit cap (RedisStore.connect's default)
+    by_cap = dataclasses.replace(
+        rec(f"https://{capped}/a", threshold_s=2 * cap), last_crawled_at=T0 - cap
+    )
+    await store.upsert_urls([by_cap], T0)
+    # an earlier observation of the host (a record of the layout before the controls' tail)
+    raw.hset(ShardKeys(shard_of(host, SHARDS)).hosts, host, HOST.pack(DELAY_S, 0.0, 1.5, 1.0, 1.0))
+    cols = await store.lease_columns(T0 + 1_000.0, 10, 60.0, False)
+    got = dict(zip(cols.hosts, cols.host_observed.tolist(), strict=True))
+    assert got == {host: True, capped: False}
+    assert cols.state["signals_since_crawl"].tolist() == [0, 0]
+    expected = update_log_mean(LogMean(1.5, 1.0), (0.0,), config)
+    assert _host(raw, host)[2:4] == (expected.log_mean, expected.count)
+    assert _host(raw, early)[2:4] == (0.0, 1.0)  # the pending one, folded first
+    assert _host(raw, capped)[3] == 0.0

@@ -28,7 +28,7 @@ from service.store.base import (
     Leases,
     LeaseStatus,
 )
-from service.store.coalesce import LeaseCoalescer
+from service.store.coalesce import Answered, LeaseCoalescer
 from service.store.columns import LeaseColumns, grants_of
 from service.store.redis.base import clock_arg, once_ttl_arg
 from service.store.redis.client import text, unavailable
@@ -72,7 +72,7 @@ def _pack_observations(
     pack = _OBS.pack
     parts: list[bytes] = []
     for o in observations:
-        if o.gated and not math.isfinite(o.log_value):
+        if o.host_observed or (o.gated and not math.isfinite(o.log_value)):
             continue
         host = o.host.encode()
         x = o.log_value if o.gated else 0.0
@@ -170,7 +170,7 @@ class RedisDispatch(RedisMultipliers):
             args += [
                 repr(float(config.window)), repr(float(config.clip)),
                 np.array(free, dtype="<f8").tobytes(),
-                _pack_observations(observations, shards, self.shards),
+                _pack_observations(observations, shards, self.shards), self._cap,
             ]  # fmt: skip
         return Call("lease", keys, args, node)
 
@@ -218,7 +218,7 @@ class RedisDispatch(RedisMultipliers):
 
     async def _lease_columns(
         self, now: TimeSource, n: int, lease_ttl_s: float, dispatch_ahead: bool
-    ) -> LeaseColumns:
+    ) -> Answered:
         """One ``lease.lua`` call per node, each over all the shards the node holds,
         merging their ready sets itself as one sorted set of all hosts would (most
         overdue first; when fewer than ``n`` are due, then the open hosts due soonest).
@@ -227,7 +227,8 @@ class RedisDispatch(RedisMultipliers):
         give (mode ``plan``), share ``n`` by the same merge, then lease; a node that
         gives fewer than its share (other processes got there first) leaves the rest to
         another round, three at most.  Every script reads ``now`` itself (Redis ``TIME``
-        through the clock's map); the answer carries the latest reading."""
+        through the clock's map); the answer carries the latest reading.  A single node's
+        answer is decoded when the caller asks (:class:`~service.store.coalesce.Answered`)."""
         clock, nonce = clock_arg(now), secrets.token_hex(4)
         ttl = repr(lease_ttl_s)
         nodes = self._nodes()
@@ -244,8 +245,9 @@ class RedisDispatch(RedisMultipliers):
             if answer.lam0 is not None:
                 self._lam0, self._lam0_read_at = answer.lam0, time.monotonic()
             lam0 = None if answer.lam0 is None else answer.lam0.value
-            return self._columns([answer], answer.now, lam0)
-        return await self._lease_nodes(nodes, clock, nonce, n, ttl, dispatch_ahead)
+            return Answered(len(answer.rec), lambda: self._columns([answer], answer.now, lam0))
+        cols = await self._lease_nodes(nodes, clock, nonce, n, ttl, dispatch_ahead)
+        return Answered(len(cols.urls), lambda: cols)
 
     async def _lease_nodes(
         self,
@@ -344,8 +346,11 @@ class RedisDispatch(RedisMultipliers):
             with np.errstate(invalid="ignore"):
                 lam_h = lam0 * np.maximum(0.0, np.expm1(mean))
             threshold = lam0 + np.where(np.isnan(mean), 0.0, lam_h)
-        gated = rec["gated"].astype(np.bool_)
-        cols = LeaseColumns(now, lease_ids, urls, hosts, deadline, gated, threshold, rec)
+        # lease.lua's gated: 0 no, 1 yes, 2 no and folded into its host as leased
+        gated, host_observed = rec["gated"] == 1, rec["gated"] == 2
+        cols = LeaseColumns(
+            now, lease_ids, urls, hosts, deadline, gated, threshold, rec, host_observed
+        )
         if len(answers) <= 1:
             return cols
         nows = np.concatenate([np.full(len(a.rec), a.now) for a in answers])
@@ -355,7 +360,7 @@ class RedisDispatch(RedisMultipliers):
         return LeaseColumns(
             now, [lease_ids[i] for i in order], [urls[i] for i in order],
             [hosts[i] for i in order], cols.deadline[order], cols.gated[order],
-            cols.threshold[order], rec[order],
+            cols.threshold[order], rec[order], host_observed[order],
         )  # fmt: skip
 
     @unavailable

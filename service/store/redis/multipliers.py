@@ -180,7 +180,7 @@ class RedisMultipliers(RedisBase):
         groups: dict[int, list[str]] = defaultdict(list)
         for o in observations:
             x = host_observation(o.log_value, o.gated, log_lam0)
-            if x is not None:
+            if x is not None and not o.host_observed:
                 groups[self._shard(o.host)] += (o.host, repr(x))
         await self._run(
             [self._call("observe", s, (window, clip, *args)) for s, args in groups.items()]

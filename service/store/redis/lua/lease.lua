@@ -31,9 +31,14 @@
 -- units) of the multiplier fold; the ln V of the ungated dispatches, '<d' each, one
 -- string (for λ₀; only with the multiplier key); the dispatch observations, one string:
 -- per observation OBS (shard index 1..S, 1 when gated else 0, ln V of a gated one, host
--- length), then the host.
+-- length), then the host; the revisit cap, s (service/scheduler/scoring.py
+-- due_by_revisit_cap).
 -- A host's mean is ln(Λ_h / λ₀) (scheduler_core/multipliers.py): a gated dispatch adds
--- ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.
+-- ln V − ln λ₀ (λ₀ after the fold), an ungated one 0.  With the multiplier key and λ₀
+-- known, an ungated lease's own observation is folded into its host here, as it is
+-- leased (its grant says so: gated 2), unless its URL is due by the revisit cap alone
+-- (no observation); the caller sends only its ln V for λ₀.  A host's observations keep
+-- their order: those of earlier calls come in this call's ARGV, folded first.
 -- A lease is gated (held back by politeness) when its URL was due before the host's gate
 -- opened and it goes out within BOUND_SLACK crawl delays of the opening.
 local GRANT = '<ddI4HHHB'
@@ -70,8 +75,9 @@ K_ONCE = nil
 
 -- the buffered dispatch observations: λ₀ first, then the hosts' λ_h
 local log_lam0, lam0_count = NAN, ''
+local window, clip, max_revisit = NAN, NAN, INF
 if K_MULT then
-  local window, clip = num(ARGV[A + 1]), num(ARGV[A + 2])
+  window, clip, max_revisit = num(ARGV[A + 1]), num(ARGV[A + 2]), num(ARGV[A + 5])
   local free, obs = ARGV[A + 3], ARGV[A + 4]
   local mean, count = fold_lambda0(K_MULT, free, window, clip)
   log_lam0, lam0_count = mean, str(count)
@@ -122,7 +128,8 @@ end
 
 -- Per shard, a cursor over its hosts in ready-set order: `due` ones (readiness <= now)
 -- or open not-yet-due ones (gate <= now, among the first `scan`), read in chunks into
--- parallel arrays: readiness `sc`, host `nm`, host record `rc` (open ones only).
+-- parallel arrays: readiness `sc`, host `nm`, host record `rc` (open ones only); `hs`,
+-- `hn` are the readiness and host at `at` (nil: none left).
 local function cursor(s, due)
   return {s = s, due = due, sc = {}, nm = {}, rc = {}, at = 1, offset = 0, done = false}
 end
@@ -137,7 +144,7 @@ local function fill(c, want)
                        'LIMIT', c.offset, chunk)
     else
       chunk = math.min(2 * want + 16, scan - c.offset)
-      if chunk <= 0 then c.done = true; return end
+      if chunk <= 0 then c.done = true; break end
       got = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
                        'LIMIT', c.offset, chunk)
     end
@@ -163,120 +170,183 @@ local function fill(c, want)
       end
     end
   end
+  c.hs, c.hn = c.sc[c.at], c.nm[c.at]
 end
--- Up to `k` hosts over all shards, by (readiness, name): {readiness, host, rec, shard}.
--- The shards' cursors sit in a binary heap by their next host.
-local function before(a, b)
-  local x, y = a.sc[a.at], b.sc[b.at]
-  return x < y or (x == y and bytes_less(a.nm[a.at], b.nm[b.at]))
-end
-local function sift_down(heap, i)
-  local n = #heap
+-- The shards' cursors sit in a binary heap (heap[1..n]) by their next host: (readiness,
+-- host name); no two shards list one host, so no two keys are equal.
+local function sift_down(heap, i, n)
+  local c = heap[i]
+  local cs, cn = c.hs, c.hn
   while true do
-    local l, m = 2 * i, i
-    if l <= n and before(heap[l], heap[m]) then m = l end
-    if l + 1 <= n and before(heap[l + 1], heap[m]) then m = l + 1 end
-    if m == i then return end
-    heap[i], heap[m] = heap[m], heap[i]
+    local l = 2 * i
+    if l > n then break end
+    local m, ms, mn = l, heap[l].hs, heap[l].hn
+    if l < n then
+      local r = heap[l + 1]
+      local rs = r.hs
+      if rs < ms or (rs == ms and bytes_less(r.hn, mn)) then m, ms, mn = l + 1, rs, r.hn end
+    end
+    if not (ms < cs or (ms == cs and bytes_less(mn, cn))) then break end
+    heap[i] = heap[m]
     i = m
   end
+  heap[i] = c
 end
+-- Up to `k` hosts over all shards, by (readiness, name), as parallel arrays: readiness,
+-- host, host record (open ones only), shard.
 local function merge(due, k)
-  local out = {}
-  if k <= 0 then return out end
+  local o_sc, o_nm, o_rc, o_s = {}, {}, {}, {}
+  if k <= 0 then return o_sc, o_nm, o_rc, o_s end
   -- each shard's share and a margin per chunk (a host's shard is a hash of its name)
   local per = math.ceil(1.1 * k / S)
-  local heap = {}
+  local heap, n = {}, 0
   for s = 1, S do
     local c = cursor(s, due)
     fill(c, math.min(per, k))
-    if c.nm[c.at] then heap[#heap + 1] = c end
+    if c.hn then n = n + 1; heap[n] = c end
   end
-  for i = math.floor(#heap / 2), 1, -1 do sift_down(heap, i) end
-  while #out < k and #heap > 0 do
+  for i = math.floor(n / 2), 1, -1 do sift_down(heap, i, n) end
+  local m = 0
+  while m < k and n > 0 do
     local c = heap[1]
-    out[#out + 1] = {c.sc[c.at], c.nm[c.at], c.rc[c.at], c.s}
-    c.at = c.at + 1
-    if c.at > #c.nm and not c.done and #out < k then fill(c, math.min(per, k - #out)) end
-    if not c.nm[c.at] then
-      heap[1] = heap[#heap]
-      heap[#heap] = nil
+    local at = c.at
+    m = m + 1
+    o_sc[m], o_nm[m], o_rc[m], o_s[m] = c.hs, c.hn, c.rc[at], c.s
+    at = at + 1
+    c.at = at
+    if at > #c.nm and not c.done and m < k then
+      fill(c, math.min(per, k - m))
+    else
+      c.hs, c.hn = c.sc[at], c.nm[at]
     end
-    sift_down(heap, 1)
+    if not c.hn then
+      heap[1] = heap[n]
+      heap[n] = nil
+      n = n - 1
+    end
+    if n > 0 then sift_down(heap, 1, n) end
   end
-  return out
+  return o_sc, o_nm, o_rc, o_s
 end
 
--- The one host `only` (its shard is the call's only one), as merge would list it.
+-- The one host `only` (its shard is the call's only one), as merge would list it: due,
+-- then open (readiness, host, record, shard arrays each).
 local function only_host()
+  local none = {{}, {}, {}, {}}
   use_shard(SHARD_KEYS, 1)
   local score = redis.call('ZSCORE', K_READY, only)
-  if not score or cap < 1 then return {}, {} end
+  if not score or cap < 1 then return none, none end
   score = num(score)
-  if score <= now then return {{score, only, nil, 1}}, {} end
-  if k_ahead < 1 then return {}, {} end
+  if score <= now then return {{score}, {only}, {}, {1}}, none end
+  if k_ahead < 1 then return none, none end
   local rec = redis.call('HGET', K_HOSTS, only)
   local h = unpack_host_rec(rec)
   if h.gate <= now and not (h.blocked > now) and host_ready(h, -INF) then
-    return {}, {{score, only, rec, 1}}
+    return none, {{score}, {only}, {rec}, {1}}
   end
-  return {}, {}
+  return none, none
 end
 
 local due, open
 if only ~= '' then
   due, open = only_host()
 else
-  due, open = merge(true, cap), {}
-  if k_ahead > 0 then open = merge(false, math.min(k_ahead, cap - #due)) end
+  due = {merge(true, cap)}
+  open = {{}, {}, {}, {}}
+  if k_ahead > 0 then open = {merge(false, math.min(k_ahead, cap - #due[2]))} end
 end
 
 if mode == 'plan' then
   local a, b = {}, {}
-  for _, e in ipairs(due) do a[#a + 1] = str(e[1]); a[#a + 1] = e[2]; a[#a + 1] = e[4] end
-  for _, e in ipairs(open) do b[#b + 1] = str(e[1]); b[#b + 1] = e[2]; b[#b + 1] = e[4] end
+  for i = 1, #due[2] do a[#a + 1] = str(due[1][i]); a[#a + 1] = due[2][i]; a[#a + 1] = due[4][i] end
+  for i = 1, #open[2] do b[#b + 1] = str(open[1][i]); b[#b + 1] = open[2][i]; b[#b + 1] = open[4][i] end
   return {now_arg, a, b}
 end
-for _, e in ipairs(open) do due[#due + 1] = e end
+-- the chosen hosts, due ones then open ones: host, record (nil: not read yet), shard
+local c_nm, c_rc, c_s = due[2], due[3], due[4]
+local n_due = #c_nm
+for i = 1, #open[2] do
+  c_nm[n_due + i], c_rc[n_due + i], c_s[n_due + i] = open[2][i], open[3][i], open[4][i]
+end
+local chosen = #c_nm
 local lam0_out = ''
 if not isnan(log_lam0) then lam0_out = str(log_lam0) end
-if #due == 0 then return {now_arg, str(deadline), lam0_out, lam0_count, '', ''} end
+if chosen == 0 then return {now_arg, str(deadline), lam0_out, lam0_count, '', ''} end
 
 -- lease one URL of each chosen host; the writes shared by a shard go out in one call each
+-- (the main chunk may hold 200 locals at most, lib.lua's included: a shard's leases are
+-- a function of their own)
 local by_shard = {}
-for i, e in ipairs(due) do
-  local s = e[4]
-  by_shard[s] = by_shard[s] or {}
-  table.insert(by_shard[s], i)
+for i = 1, chosen do
+  local l = by_shard[c_s[i]]
+  if not l then l = {}; by_shard[c_s[i]] = l end
+  l[#l + 1] = i
+end
+local HOST_FLIGHT_AT = 55  -- byte position of a whole host record's leases out (HOST_ALL)
+-- an ungated lease's observation of its host, ln λ₀ − ln λ₀ (NaN: none here)
+local X_UNGATED = log_lam0 - log_lam0
+-- Whether a URL leased from stored entry `s` (entry_parts `times_at`, `counts_at`; last
+-- fetch `last`) is due by the revisit cap alone: service/scheduler/scoring.py
+-- due_by_revisit_cap, operation for operation.
+local BETA_AT = 34  -- entry byte of β, ι next (the record's fields 5 and 6)
+local function by_revisit_cap(s, times_at, counts_at, last)
+  if isnan(last) then return false end
+  local beta, thr = struct.unpack('<dd', s, BETA_AT)
+  local n = 0
+  if counts_at then n = struct.unpack('<I4', s, counts_at) end
+  local by_value
+  if math.abs(thr) == INF then
+    by_value = INF
+  elseif n > 0 and math.abs(beta) == INF then
+    by_value = struct.unpack('<d', s, times_at + 8)  -- last signal
+    if isnan(by_value) then by_value = last end
+  else
+    local shift = 0
+    if n > 0 then shift = beta * n end
+    by_value = last + thr - shift
+  end
+  return by_value > last + max_revisit
 end
 local grants, names = {}, {}
-for s_idx, idx in pairs(by_shard) do
+local function lease_shard(s_idx, idx)
   use_shard(SHARD_KEYS, s_idx)
   local unread = {}
   for _, i in ipairs(idx) do
-    if not due[i][3] then unread[#unread + 1] = due[i][2] end
+    if not c_rc[i] then unread[#unread + 1] = c_nm[i] end
   end
   if #unread > 0 then
     local recs = bulk('HMGET', K_HOSTS, unread, 1)
     local k = 0
     for _, i in ipairs(idx) do
-      if not due[i][3] then k = k + 1; due[i][3] = recs[k] end
+      if not c_rc[i] then k = k + 1; c_rc[i] = recs[k] end
     end
   end
   local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
-  local min_revisit = ctl().min_revisit
+  local rules = ctl()
+  local min_revisit = rules.min_revisit
   -- what every lease record of this call starts with (pack_lease, whole)
   local lease_head = struct.pack(LEASE, ACTIVE, deadline, now) .. nonce .. ' '
   for j, i in ipairs(idx) do
-    local e = due[i]
-    local host = e[2]
-    local h = unpack_host_rec(e[3])
+    local host, rec = c_nm[i], c_rc[i]
     local q = K_QUEUE .. host
+    -- the host record's fields as unpack_host_rec reads them, in locals (a table per
+    -- lease costs more); only the gate and the leases out change
+    local whole = #rec > HOST_SIZE
+    local delay, gate, mean, count, scored, blocked, failures, hcap, flight, paused
+    if whole then
+      delay, gate, mean, count, scored, blocked, failures, hcap, flight, paused =
+        struct.unpack(HOST_ALL, rec)
+    else
+      delay, gate, mean, count, scored = struct.unpack(HOST, rec)
+      blocked, failures, hcap, flight, paused = NAN, 0, 0, 0, 0
+    end
+    if hcap == 0 then hcap = rules.in_flight end
+    local open = paused ~= 1 and flight < hcap  -- host_ready gives a time
     -- paused, full or blocked since it was listed (another call, an operator): skipped;
     -- otherwise its queue's head is taken out (put back below when held back)
     local ukey = nil
-    if host_ready(h, -INF) and not (h.blocked > now) then
+    if open and not (blocked > now) then
       ukey = redis.call('ZPOPMIN', q)[1]
     end
     if ukey then
@@ -300,15 +370,21 @@ for s_idx, idx in pairs(by_shard) do
           .. struct.pack('<d', url_due) .. string.sub(s, due_at + 8))
         redis.call('ZADD', q, url_due, ukey)
       else
-        local opened = h.gate
-        if not isnan(h.blocked) then opened = math.max(opened, h.blocked) end
+        local opened = gate
+        if not isnan(blocked) then opened = math.max(opened, blocked) end
         local gated = 0  -- held by politeness or a block
-        if url_due <= now and opened > url_due and now - opened <= BOUND_SLACK * h.delay then
+        if url_due <= now and opened > url_due and now - opened <= BOUND_SLACK * delay then
           gated = 1
         end
         local was_ready = math.max(url_due, opened)
-        h.gate = now + h.delay
-        h.flight = h.flight + 1
+        local lease_mean = mean  -- the host's estimate as leased (the grant's)
+        if gated == 0 and not isnan(X_UNGATED) and not by_revisit_cap(s, times_at, counts_at, last) then
+          mean, count = fold(mean, count, X_UNGATED, window, clip)
+          gated = 2
+        end
+        gate = now + delay
+        flight = flight + 1
+        open = flight < hcap
         local seq = seq0 + j
         local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
         -- the counts with the lease seq (their last field) set; a queued URL's is 0
@@ -330,13 +406,29 @@ for s_idx, idx in pairs(by_shard) do
         local times = NAN_TIMES
         if times_at then times = string.sub(s, times_at, times_at + 23) end
         grants[i] = string.sub(s, 2, ENTRY_HEAD - 1) .. times .. string.sub(s, due_at, due_at + 7)
-          .. counts .. struct.pack(GRANT, was_ready, h.mean, seq, s_idx, #host, #ukey, gated)
+          .. counts .. struct.pack(GRANT, was_ready, lease_mean, seq, s_idx, #host, #ukey, gated)
         names[i] = host .. ukey
         host_recs[#host_recs + 1] = host
-        host_recs[#host_recs + 1] = pack_host(h)
+        if whole then  -- (byte for byte what pack_host writes)
+          host_recs[#host_recs + 1] = string.sub(rec, 1, 8) .. struct.pack('<ddd', gate, mean, count)
+            .. string.sub(rec, 33, HOST_FLIGHT_AT - 1) .. struct.pack('<I4', flight)
+            .. string.sub(rec, HOST_FLIGHT_AT + 4)
+        else
+          host_recs[#host_recs + 1] = struct.pack(HOST_ALL, delay, gate, mean, count, scored,
+            NAN, 0, 0, flight, 0, 0, 0)
+        end
       end
     end
-    place_host(host, h, ready, gone)
+    -- in the ready set at its new readiness, or out (lib.lua place_host on these fields)
+    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    if head[1] and open then
+      local r = math.max(num(head[2]), gate)
+      if not isnan(blocked) then r = math.max(r, blocked) end
+      ready[#ready + 1] = r
+      ready[#ready + 1] = host
+    else
+      gone[#gone + 1] = host
+    end
   end
   bulk('HSET', K_HOSTS, host_recs, 2)
   bulk('ZADD', K_READY, ready, 2)
@@ -344,8 +436,9 @@ for s_idx, idx in pairs(by_shard) do
   bulk('HSET', K_LEASES, leases, 2)
   bulk('ZADD', K_DEADLINES, deadlines, 2)
 end
+for s_idx, idx in pairs(by_shard) do lease_shard(s_idx, idx) end
 local given, given_names = {}, {}
-for i = 1, #due do
+for i = 1, chosen do
   if grants[i] then
     given[#given + 1] = grants[i]
     given_names[#given_names + 1] = names[i]
