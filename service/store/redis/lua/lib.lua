@@ -98,9 +98,8 @@ end
 -- the scripts see it (get_rec) and as get.lua and lease.lua answer it.
 local URL_HEAD, URL_TIMES, URL_COUNTS = '<dddddddd', '<ddd', '<I4I4I4I4I4I4I4'
 local URL_CTL, URL_SIZE, URL_FULL = '<ddI4B', 124, 145
--- 1-based byte positions of single fields of the record, for scripts that touch only those
-local URL_LCLICK_AT, URL_DUE_AT, URL_CLICKS_AT, URL_LEASE_AT = 81, 89, 101, 121
-local URL_LAST_AT, URL_RETIRED_AT, URL_REFETCH_AT = 65, 125, 133
+-- 1-based byte position of the record's lease seq, for scripts that read only that
+local URL_LEASE_AT = 121
 local RETIRE_GONE, RETIRE_REDIRECT, RETIRE_DONE = 1, 2, 3
 -- Stored URL entry, the value of urls:<host>: a form byte, the record without the parts
 -- that hold only their defaults, then the URL's estimator state (below; none: nothing).
@@ -133,19 +132,6 @@ local function unpack_entry(s)
   if form >= 4 then tail = string.sub(s, at, at + 20); at = at + 21 end
   return string.sub(s, 2, ENTRY_HEAD - 1) .. times .. due .. counts .. tail, string.sub(s, at)
 end
--- Whether `rec` holds `part` at byte `at` (no substring is made).
-local function holds(rec, part, at)
-  return string.find(rec, part, at, true) == at
-end
--- The entry of a full record `rec` (145 bytes) and an estimator state `est`.
-local function pack_entry(rec, est)
-  local form, times, counts, tail = 0, '', '', ''
-  if not holds(rec, NAN_TIMES, 65) then form = 1; times = string.sub(rec, 65, 88) end
-  if not holds(rec, ZERO_COUNTS, 97) then form = form + 2; counts = string.sub(rec, 97, 124) end
-  if not holds(rec, CTL_DEFAULT, 125) then form = form + 4; tail = string.sub(rec, 125, 145) end
-  return string.char(form) .. string.sub(rec, 1, 64) .. times .. string.sub(rec, 89, 96)
-    .. counts .. tail .. est
-end
 -- Where a stored entry `s` holds its parts, as 1-based byte positions: the times, the due
 -- time, the counts, the controls' tail (nil: the part is left out, its defaults hold).
 -- For scripts that read or write a field or two in place (lease.lua).
@@ -164,9 +150,6 @@ local function get_rec(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
   if not s then return nil end
   return unpack_entry(s)
-end
-local function put_rec(host, ukey, rec, est)
-  redis.call('HSET', K_URLS .. host, ukey, pack_entry(rec, est))
 end
 -- A stored entry as a table of the record's fields, the estimator state as `est`.
 local function entry_url(s)
@@ -239,13 +222,14 @@ local function ctl()
 end
 -- Earliest time a URL may be leased: its last fetch + the minimum revisit interval (when
 -- that is positive), its refetch_after (Unix s; -INF: none).
-local function floor_of(u)
+local function floor_at(refetch, last)
   local f = -INF
-  if u.refetch and not isnan(u.refetch) then f = u.refetch end
+  if refetch and not isnan(refetch) then f = refetch end
   local m = ctl().min_revisit
-  if m > 0 and not isnan(u.last) then f = math.max(f, u.last + m) end
+  if m > 0 and not isnan(last) then f = math.max(f, last + m) end
   return f
 end
+local function floor_of(u) return floor_at(u.refetch, u.last) end
 -- Store a URL table, with its estimator state (`est`).
 local function put_url(host, ukey, u)
   redis.call('HSET', K_URLS .. host, ukey, pack_url(u))
@@ -282,8 +266,10 @@ local function est_outcomes_at(e)
   if e == '' then return 2 end
   local flags = string.byte(e, 1)
   local at = est_prior_at(flags)
-  for _, bit in ipairs({16, 32, 64, 128}) do
-    if has(flags, bit) then at = at + 8 end
+  local given = math.floor(flags / 16)  -- the flags 16 .. 128: a value given each
+  while given > 0 do
+    at = at + 8 * (given % 2)
+    given = math.floor(given / 2)
   end
   if has(flags, 8) then at = at + 2 + struct.unpack('<H', e, at) end
   return at
@@ -392,21 +378,28 @@ end
 
 -- Due time (MATH.md "Due time"; scheduler_core/due.py, which the contract tests
 -- hold this to): t_last + ι − β·n, capped at t_last + cap; registration time if
--- never crawled.
-local function value_due(u)
-  if u.thr == INF then return INF end
-  if u.n > 0 and u.beta == INF then
-    if isnan(u.lsig) then return u.last end
-    return u.lsig
+-- never crawled; not before floor_at.  From the fields it depends on (due_time: of a URL
+-- table).
+local function due_of(reg, last, lsig, thr, beta, n, refetch, cap)
+  local due = reg
+  if not isnan(last) then
+    local by_value
+    if thr == INF then
+      by_value = INF
+    elseif n > 0 and beta == INF then
+      by_value = lsig
+      if isnan(lsig) then by_value = last end
+    else
+      local shift = 0
+      if n > 0 then shift = beta * n end
+      by_value = last + thr - shift
+    end
+    due = math.min(by_value, last + cap)
   end
-  local shift = 0
-  if u.n > 0 then shift = u.beta * u.n end
-  return u.last + u.thr - shift
+  return math.max(due, floor_at(refetch, last))
 end
 local function due_time(u, cap)
-  local due = u.reg
-  if not isnan(u.last) then due = math.min(value_due(u), u.last + cap) end
-  return math.max(due, floor_of(u))
+  return due_of(u.reg, u.last, u.lsig, u.thr, u.beta, u.n, u.refetch, cap)
 end
 
 -- Re-key hosts in the ready set by host_ready; out when their queue is empty, they are
@@ -583,35 +576,89 @@ end
 -- `discard` s, otherwise it moves the due time (MATH.md "Due time", revisit cap `cap`
 -- s) and its host goes into `touched` (refresh_all).  Returns 0 accepted, 1 unknown
 -- URL, 2 stale.  (signals.lua, fold.lua)
+-- The entry's fields are read into locals, not a URL table (entry_url, pack_url: a
+-- signal is the commonest event); what it writes is what pack_url would.
+local URL_BETA_AT, URL_REG_AT = 34, 58  -- entry bytes of β (ι next) and registered
 local function apply_signal(host, ukey, t, discard, cap, decay, touched)
-  local u = get_url(host, ukey)
-  if not u then return 1 end
-  u.signals = u.signals + 1
-  u.est = est_add_event(u.est, EST_SIGNALS, t, decay)
+  local ukeys = K_URLS .. host
+  local s = redis.call('HGET', ukeys, ukey)
+  if not s then return 1 end
+  local form, at = string.byte(s, 1), ENTRY_HEAD
+  local last, lsig, lclick = NAN, NAN, NAN
+  if form % 2 == 1 then last, lsig, lclick, at = struct.unpack(URL_TIMES, s, at) end
+  local due
+  due, at = struct.unpack('<d', s, at)
+  local n, clicks, signals, crawls, changes, errors, lease = 0, 0, 0, 0, 0, 0, 0
+  if form % 4 >= 2 then
+    n, clicks, signals, crawls, changes, errors, lease, at = struct.unpack(URL_COUNTS, s, at)
+  end
+  local retired, refetch, gone, reason = NAN, NAN, 0, 0
+  if form >= 4 then retired, refetch, gone, reason, at = struct.unpack(URL_CTL, s, at) end
+  local est = est_add_event(string.sub(s, at), EST_SIGNALS, t, decay)
+  signals = signals + 1
   local code = 2
-  if isnan(u.last) or t > u.last + discard then
-    if not isnan(u.last) then u.n = u.n + 1 end
-    if isnan(u.lsig) or t > u.lsig then u.lsig = t end
-    unretire(host, u)  -- a signal brings a retired URL back
-    if move(host, ukey, u, due_time(u, cap)) then touched[host] = true end
+  if isnan(last) or t > last + discard then
+    if not isnan(last) then n = n + 1 end
+    if isnan(lsig) or t > lsig then lsig = t end
+    if not isnan(retired) then  -- a signal brings a retired URL back (unretire)
+      retired, reason, gone = NAN, 0, 0
+      redis.call('HINCRBY', K_META, 'retired', -1)
+      local h = get_host(host)
+      if h.retired > 0 then h.retired = h.retired - 1 end
+      put_host(host, h)
+    end
+    local beta, thr = struct.unpack('<dd', s, URL_BETA_AT)
+    local reg = struct.unpack('<d', s, URL_REG_AT)
+    due = due_of(reg, last, lsig, thr, beta, n, refetch, cap)
+    if lease == 0 then redis.call('ZADD', K_QUEUE .. host, due, ukey) end  -- (move)
+    touched[host] = true
     code = 0
   end
-  put_url(host, ukey, u)
+  -- pack_url's layout: the signal count is at least 1, so the counts are there
+  local times, tail = '', ''
+  if not (isnan(last) and isnan(lsig) and isnan(lclick)) then
+    form = 3
+    times = struct.pack(URL_TIMES, last, lsig, lclick)
+  else
+    form = 2
+  end
+  if not (isnan(retired) and isnan(refetch) and gone == 0 and reason == 0) then
+    form = form + 4
+    tail = struct.pack(URL_CTL, retired, refetch, gone, reason)
+  end
+  redis.call('HSET', ukeys, ukey, string.char(form) .. string.sub(s, 2, ENTRY_HEAD - 1) .. times
+    .. struct.pack('<d', due) .. struct.pack(URL_COUNTS, n, clicks, signals, crawls, changes,
+    errors, lease) .. tail .. est)
   return code
 end
 
 -- One click at `t` (Unix s) of a URL: counted, folded into the decayed click count
 -- (`decay` s).  Returns 0 accepted, 1 unknown URL.  (clicks.lua, fold.lua)
 local function apply_click(host, ukey, t, decay)
-  local rec, e = get_rec(host, ukey)
-  if not rec then return 1 end
-  -- two fields change: rewrite them in the record, not field by field
-  local last = struct.unpack('<d', rec, URL_LCLICK_AT)
+  local ukeys = K_URLS .. host
+  local s = redis.call('HGET', ukeys, ukey)
+  if not s then return 1 end
+  -- two fields change: rewritten in the stored entry (entry_parts), which then holds the
+  -- times (the click's) and the counts (clicks > 0) whatever it held; a tail of defaults
+  -- only is left out
+  local times_at, due_at, counts_at, tail_at = entry_parts(s)
+  local times = NAN_TIMES
+  if times_at then times = string.sub(s, times_at, times_at + 23) end
+  local last = struct.unpack('<d', times, 17)  -- the last click
   if isnan(last) or t > last then last = t end
-  local clicks = struct.unpack('<I4', rec, URL_CLICKS_AT) + 1
-  put_rec(host, ukey,
-    string.sub(rec, 1, URL_LCLICK_AT - 1) .. struct.pack('<d', last)
-    .. string.sub(rec, URL_LCLICK_AT + 8, URL_CLICKS_AT - 1) .. struct.pack('<I4', clicks)
-    .. string.sub(rec, URL_CLICKS_AT + 4), est_add_event(e, EST_CLICKS, t, decay))
+  local counts = ZERO_COUNTS
+  if counts_at then counts = string.sub(s, counts_at, counts_at + 27) end
+  local clicks = struct.unpack('<I4', counts, 5) + 1
+  local form, tail, est_at = 3, '', due_at + 8
+  if counts_at then est_at = counts_at + 28 end
+  if tail_at then
+    est_at = tail_at + 21
+    tail = string.sub(s, tail_at, est_at - 1)
+    if tail == CTL_DEFAULT then tail = '' else form = 7 end
+  end
+  redis.call('HSET', ukeys, ukey, string.char(form) .. string.sub(s, 2, ENTRY_HEAD - 1)
+    .. string.sub(times, 1, 16) .. struct.pack('<d', last) .. string.sub(s, due_at, due_at + 7)
+    .. string.sub(counts, 1, 4) .. struct.pack('<I4', clicks) .. string.sub(counts, 9)
+    .. tail .. est_add_event(string.sub(s, est_at), EST_CLICKS, t, decay))
   return 0
 end
