@@ -1,0 +1,201 @@
+"""Redis's own time per unit of the hot-path scripts, beside raw Redis's, in one run.
+
+On a shared two-core machine the rates of ``dispatch.py`` swing by a third from one
+run to the next; Redis's own script time per unit does not (much).  This bench
+registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
+``redis-server`` pinned to one core, this process to the other), then alternates, for
+``--repeats`` rounds:
+
+- **lease**: ``--calls`` dispatches of ``--n`` URLs through the dispatch use case
+  (``lease.lua``, with the dispatch observations the use case buffers), per URL leased;
+- **signal** / **click**: ``--calls`` batches of 1,000 signals / clicks of random URLs
+  applied at once (``signals.lua`` / ``clicks.lua``: the same code the fold runs), per
+  event;
+- **raw dispatch** / **raw event**: the work ``dispatch.py`` calls raw Redis (per URL
+  ZPOPMIN + HGET + HSET + ZADD, per event HGET + HSET), one Lua script per batch of the
+  same size, on the same server (its own database), per unit.
+
+Each figure is Redis's ``EVALSHA`` time (``INFO commandstats``) over the round ÷ the
+units; the table gives the minimum and the median over the rounds, ours ÷ raw, and
+the machine's other load (share of one core, ``/proc/stat`` minus this process and
+Redis) during the run.
+
+``python bench/scripts.py [--urls 300000] [--hosts 3000] [--repeats 8] [--json out.json]``
+(~2 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+from rich.progress import track
+from rich.table import Table
+
+from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
+from raw_redis import RAW_DB, RAW_DISPATCH_LUA, RAW_EVENTS_LUA, RECORD_BYTES
+from sampling import machine_busy_seconds, show_and_save
+from service.app import open_store
+from service.clock import SystemClock
+from service.metrics import Metrics
+from service.scheduler.context import Context
+from service.scheduler.dispatch import dispatch
+from service.scheduler.registry import register
+from service.schemas import UrlIn
+from service.settings import Settings
+from service.store.base import ClickEvent, SignalEvent
+from service.store.redis.local import LocalRedis
+
+BATCH = 10_000
+EVENTS = 1_000
+DAY_S = 86_400.0
+
+
+def evalsha_usec(client: redis.Redis) -> float:
+    """Redis's total ``EVALSHA`` time so far, µs."""
+    return float(client.info("commandstats").get("cmdstat_evalsha", {}).get("usec", 0))
+
+
+def raw_prepare(client: redis.Redis, hosts: int, per_host: int) -> None:
+    """Per host a zset of its URL keys and a hash of their records, in db ``RAW_DB``."""
+    keys = [f"/p/{j}/index.html" for j in range(per_host)]
+    pipe = client.pipeline(transaction=False)
+    for h in range(hosts):
+        pipe.zadd(f"raw:q:{h}", {k: j for j, k in enumerate(keys)})
+        pipe.hset(f"raw:u:{h}", mapping=dict.fromkeys(keys, bytes(RECORD_BYTES)))
+    pipe.execute()
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    with LocalRedis() as server:
+        assert server.process is not None
+        cores = sorted(os.sched_getaffinity(0))
+        if len(cores) > 1:  # Redis on one core, this process on another
+            os.sched_setaffinity(server.process.pid, {cores[-1]})
+            os.sched_setaffinity(0, {cores[0]})
+        settings = Settings(
+            store=server.url, default_crawl_delay_s=CRAWL_DELAY_S, max_in_flight=MAX_IN_FLIGHT
+        )
+        ctx = Context(await open_store(settings), SystemClock(), settings, Metrics())
+        per_host = -(-args.urls // args.hosts)
+        rng = random.Random(args.seed)
+        for k in track(range(0, args.urls, BATCH), description="registering"):
+            items = [
+                UrlIn(**spec_of(i, per_host, rng)) for i in range(k, min(args.urls, k + BATCH))
+            ]
+            await register(ctx, items)
+        ours = redis.Redis(port=server.port)
+        raw = redis.Redis(port=server.port, db=RAW_DB)
+        raw_prepare(raw, args.hosts, per_host)
+        raw_dispatch, raw_events = (
+            raw.register_script(RAW_DISPATCH_LUA),
+            raw.register_script(RAW_EVENTS_LUA),
+        )
+        clock = t_event = time.time()
+        host_cursor = 0
+
+        async def lease() -> int:
+            return len((await dispatch(ctx, args.n, lease_ttl_s=3_600.0)).leases)
+
+        def event_batch() -> tuple[list[str], float]:
+            """``EVENTS`` random URLs, and a time a second after the last batch's."""
+            nonlocal t_event
+            t_event += 1.0
+            return [url_of(rng.randrange(args.urls), per_host) for _ in range(EVENTS)], t_event
+
+        async def signals() -> int:
+            urls, t = event_batch()
+            await ctx.store.record_signals([SignalEvent(u, t) for u in urls], 0.0, DAY_S)
+            return EVENTS
+
+        async def clicks() -> int:
+            urls, t = event_batch()
+            await ctx.store.record_clicks([ClickEvent(u, t) for u in urls], DAY_S)
+            return EVENTS
+
+        async def raw_lease() -> int:
+            nonlocal host_cursor
+            hosts = [str((host_cursor + i) % args.hosts) for i in range(args.n)]
+            host_cursor += args.n
+            return int(raw_dispatch(args=[*hosts, repr(clock + 3_600.0), "abcd"]))
+
+        async def raw_event() -> int:
+            pairs = [
+                x
+                for _ in range(EVENTS)
+                for x in (rng.randrange(args.hosts), f"/p/{rng.randrange(per_host)}/index.html")
+            ]
+            return int(raw_events(args=pairs))
+
+        work: dict[str, Callable[[], Awaitable[int]]] = {
+            "lease": lease, "raw dispatch": raw_lease, "signal": signals, "click": clicks,
+            "raw event": raw_event,
+        }  # fmt: skip
+        per_unit: dict[str, list[float]] = {name: [] for name in work}
+        await lease()  # λ₀'s first estimate: later leases fold their own observations
+        busy0, own0, t0 = machine_busy_seconds(), _own_cpu(server.process.pid), time.perf_counter()
+        for _ in track(range(args.repeats), description="rounds"):
+            for name, step in work.items():
+                before, units = evalsha_usec(ours), 0
+                for _ in range(args.calls):
+                    units += await step()
+                per_unit[name].append((evalsha_usec(ours) - before) / max(units, 1))
+        wall = time.perf_counter() - t0
+        others = (machine_busy_seconds() - busy0 - (_own_cpu(server.process.pid) - own0)) / wall
+        await ctx.store.close()
+    return {
+        "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
+        "repeats": args.repeats, "others_cpu_share": others,
+        "per_unit_us": {k: {"min": min(v), "median": statistics.median(v), "all": v}
+                        for k, v in per_unit.items()},
+    }  # fmt: skip
+
+
+def _own_cpu(redis_pid: int) -> float:
+    """CPU seconds of this process (threads included) and of the Redis server."""
+    fields = Path(f"/proc/{redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    redis_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.process_time() + redis_s
+
+
+def table(out: dict[str, Any]) -> Table:
+    t = Table(
+        title=f"Redis's time per unit, {out['urls']:,} URLs on {out['hosts']:,} hosts, "
+        f"{out['repeats']} rounds (other processes {out['others_cpu_share']:.0%} of a core)"
+    )
+    for col in ("script", "unit", "min µs", "median µs", "ours ÷ raw (min)"):
+        t.add_column(col)
+    pu = out["per_unit_us"]
+    rows = [("lease", "URL leased", "raw dispatch"), ("raw dispatch", "URL", None),
+            ("signal", "signal", "raw event"), ("click", "click", "raw event"),
+            ("raw event", "event", None)]  # fmt: skip
+    for name, unit, raw in rows:
+        ratio = f"{pu[name]['min'] / pu[raw]['min']:.2f}" if raw else ""
+        t.add_row(name, unit, f"{pu[name]['min']:.1f}", f"{pu[name]['median']:.1f}", ratio)
+    return t
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--urls", type=int, default=300_000)
+    p.add_argument("--hosts", type=int, default=3_000)
+    p.add_argument("--n", type=int, default=100, help="URLs asked per dispatch")
+    p.add_argument("--calls", type=int, default=40, help="calls of each kind per round")
+    p.add_argument("--repeats", type=int, default=8, help="rounds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = p.parse_args()
+    out = asyncio.run(run(args))
+    show_and_save(table(out), out, args.json)
+
+
+if __name__ == "__main__":
+    main()
