@@ -287,25 +287,14 @@ local HOST_FLIGHT_AT = 55  -- byte position of a whole host record's leases out 
 local X_UNGATED = log_lam0 - log_lam0
 -- Whether a URL leased from stored entry `s` (entry_parts `times_at`, `counts_at`; last
 -- fetch `last`) is due by the revisit cap alone: service/scheduler/scoring.py
--- due_by_revisit_cap, operation for operation.
-local BETA_AT = 34  -- entry byte of β, ι next (the record's fields 5 and 6)
+-- due_by_revisit_cap (lib.lua value_due_at; ι and β are never −∞).
 local function by_revisit_cap(s, times_at, counts_at, last)
   if isnan(last) then return false end
-  local beta, thr = struct.unpack('<dd', s, BETA_AT)
+  local beta, thr = struct.unpack('<dd', s, URL_BETA_AT)
   local n = 0
   if counts_at then n = struct.unpack('<I4', s, counts_at) end
-  local by_value
-  if math.abs(thr) == INF then
-    by_value = INF
-  elseif n > 0 and math.abs(beta) == INF then
-    by_value = struct.unpack('<d', s, times_at + 8)  -- last signal
-    if isnan(by_value) then by_value = last end
-  else
-    local shift = 0
-    if n > 0 then shift = beta * n end
-    by_value = last + thr - shift
-  end
-  return by_value > last + max_revisit
+  local lsig = struct.unpack('<d', s, times_at + 8)
+  return value_due_at(last, lsig, thr, beta, n) > last + max_revisit
 end
 local grants, names = {}, {}
 local function lease_shard(s_idx, idx)

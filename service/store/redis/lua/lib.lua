@@ -379,23 +379,22 @@ end
 -- Due time (MATH.md "Due time"; scheduler_core/due.py, which the contract tests
 -- hold this to): t_last + ι − β·n, capped at t_last + cap; registration time if
 -- never crawled; not before floor_at.  From the fields it depends on (due_time: of a URL
--- table).
+-- table).  value_due_at is the uncapped part, for a URL crawled before: at its last
+-- signal (its last crawl without one) once a signal proves a change (β = ∞), never
+-- when ι is ∞.
+local function value_due_at(last, lsig, thr, beta, n)
+  if thr == INF then return INF end
+  if n > 0 and beta == INF then
+    if isnan(lsig) then return last end
+    return lsig
+  end
+  local shift = 0
+  if n > 0 then shift = beta * n end
+  return last + thr - shift
+end
 local function due_of(reg, last, lsig, thr, beta, n, refetch, cap)
   local due = reg
-  if not isnan(last) then
-    local by_value
-    if thr == INF then
-      by_value = INF
-    elseif n > 0 and beta == INF then
-      by_value = lsig
-      if isnan(lsig) then by_value = last end
-    else
-      local shift = 0
-      if n > 0 then shift = beta * n end
-      by_value = last + thr - shift
-    end
-    due = math.min(by_value, last + cap)
-  end
+  if not isnan(last) then due = math.min(value_due_at(last, lsig, thr, beta, n), last + cap) end
   return math.max(due, floor_at(refetch, last))
 end
 local function due_time(u, cap)
