@@ -69,7 +69,8 @@ URL = struct.Struct("<12d7I")
 #: named as in :data:`~service.store.columns.URL_COLUMNS`, then the lease seq), the
 #: readiness its host had (Unix s), the host's log-mean estimate (NaN = none), the
 #: lease seq, the shard's index in the call, the lengths of the host and URL key in the
-#: answer's names, and whether it was gated; 151 bytes.
+#: answer's names, and whether it was gated (0 no, 1 yes, 2 no and already folded into
+#: its host's estimate as it was leased); 151 bytes.
 GRANT = np.dtype(
     [
         *((name, URL_COLUMNS[name]) for name in URL_COLUMNS.names or ()),
