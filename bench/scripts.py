@@ -11,6 +11,9 @@ registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
 - **signal** / **click**: ``--calls`` batches of 1,000 signals / clicks of random URLs
   applied at once (``signals.lua`` / ``clicks.lua``: the same code the fold runs), per
   event;
+- **result**: a tenth as many batches of 1,000 crawl results, each settling the leases
+  of a lease call made just before it (whose time is left out), half of them changed
+  (``settle.lua``), per result;
 - **raw dispatch** / **raw event**: the work ``dispatch.py`` calls raw Redis (per URL
   ZPOPMIN + HGET + HSET + ZADD, per event HGET + HSET), one Lua script per batch of the
   same size, on the same server (its own database), per unit.
@@ -51,12 +54,13 @@ from service.scheduler.dispatch import dispatch
 from service.scheduler.registry import register
 from service.schemas import UrlIn
 from service.settings import Settings
-from service.store.base import ClickEvent, SignalEvent
+from service.store.base import ClickEvent, CrawlOutcome, SignalEvent
 from service.store.redis.local import LocalRedis
 
 BATCH = 10_000
 EVENTS = 1_000
 DAY_S = 86_400.0
+OUTCOME_WINDOW = 16  # crawl outcomes kept per URL
 
 
 def evalsha_usec(client: redis.Redis) -> float:
@@ -102,8 +106,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         clock = t_event = time.time()
         host_cursor = 0
 
-        async def lease() -> int:
-            return len((await dispatch(ctx, args.n, lease_ttl_s=3_600.0)).leases)
+        async def lease() -> tuple[int, float]:
+            return len((await dispatch(ctx, args.n, lease_ttl_s=3_600.0)).leases), 0.0
 
         def event_batch() -> tuple[list[str], float]:
             """``EVENTS`` random URLs, and a time a second after the last batch's."""
@@ -111,43 +115,59 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             t_event += 1.0
             return [url_of(rng.randrange(args.urls), per_host) for _ in range(EVENTS)], t_event
 
-        async def signals() -> int:
+        async def signals() -> tuple[int, float]:
             urls, t = event_batch()
             await ctx.store.record_signals([SignalEvent(u, t) for u in urls], 0.0, DAY_S)
-            return EVENTS
+            return EVENTS, 0.0
 
-        async def clicks() -> int:
+        async def clicks() -> tuple[int, float]:
             urls, t = event_batch()
             await ctx.store.record_clicks([ClickEvent(u, t) for u in urls], DAY_S)
-            return EVENTS
+            return EVENTS, 0.0
 
-        async def raw_lease() -> int:
+        async def results() -> tuple[int, float]:
+            before = evalsha_usec(ours)
+            cols = await ctx.store.lease_columns(ctx.clock, EVENTS, 3_600.0, False)
+            leasing = evalsha_usec(ours) - before
+            fetched = time.time()
+            outcomes = [
+                CrawlOutcome(url, lease_id, fetched, True, rng.random() < 0.5)
+                for url, lease_id in zip(cols.urls, cols.lease_ids, strict=True)
+            ]
+            await ctx.store.settle(outcomes, 3_600.0, 0.0, OUTCOME_WINDOW)
+            return len(outcomes), leasing
+
+        async def raw_lease() -> tuple[int, float]:
             nonlocal host_cursor
             hosts = [str((host_cursor + i) % args.hosts) for i in range(args.n)]
             host_cursor += args.n
-            return int(raw_dispatch(args=[*hosts, repr(clock + 3_600.0), "abcd"]))
+            return int(raw_dispatch(args=[*hosts, repr(clock + 3_600.0), "abcd"])), 0.0
 
-        async def raw_event() -> int:
+        async def raw_event() -> tuple[int, float]:
             pairs = [
                 x
                 for _ in range(EVENTS)
                 for x in (rng.randrange(args.hosts), f"/p/{rng.randrange(per_host)}/index.html")
             ]
-            return int(raw_events(args=pairs))
+            return int(raw_events(args=pairs)), 0.0
 
-        work: dict[str, Callable[[], Awaitable[int]]] = {
-            "lease": lease, "raw dispatch": raw_lease, "signal": signals, "click": clicks,
-            "raw event": raw_event,
+        # each step: (units done, Redis µs of its own preparation, not counted)
+        result_calls = max(1, args.calls // 10)
+        work: dict[str, tuple[Callable[[], Awaitable[tuple[int, float]]], int]] = {
+            "lease": (lease, args.calls), "raw dispatch": (raw_lease, args.calls),
+            "signal": (signals, args.calls), "click": (clicks, args.calls),
+            "result": (results, result_calls), "raw event": (raw_event, args.calls),
         }  # fmt: skip
         per_unit: dict[str, list[float]] = {name: [] for name in work}
         await lease()  # λ₀'s first estimate: later leases fold their own observations
         busy0, own0, t0 = machine_busy_seconds(), _own_cpu(server.process.pid), time.perf_counter()
         for _ in track(range(args.repeats), description="rounds"):
-            for name, step in work.items():
-                before, units = evalsha_usec(ours), 0
-                for _ in range(args.calls):
-                    units += await step()
-                per_unit[name].append((evalsha_usec(ours) - before) / max(units, 1))
+            for name, (step, calls) in work.items():
+                before, units, left_out = evalsha_usec(ours), 0, 0.0
+                for _ in range(calls):
+                    done, prep = await step()
+                    units, left_out = units + done, left_out + prep
+                per_unit[name].append((evalsha_usec(ours) - before - left_out) / max(units, 1))
         wall = time.perf_counter() - t0
         others = (machine_busy_seconds() - busy0 - (_own_cpu(server.process.pid) - own0)) / wall
         await ctx.store.close()
@@ -176,7 +196,7 @@ def table(out: dict[str, Any]) -> Table:
     pu = out["per_unit_us"]
     rows = [("lease", "URL leased", "raw dispatch"), ("raw dispatch", "URL", None),
             ("signal", "signal", "raw event"), ("click", "click", "raw event"),
-            ("raw event", "event", None)]  # fmt: skip
+            ("result", "crawl result", "raw event"), ("raw event", "event", None)]  # fmt: skip
     for name, unit, raw in rows:
         ratio = f"{pu[name]['min'] / pu[raw]['min']:.2f}" if raw else ""
         t.add_row(name, unit, f"{pu[name]['min']:.1f}", f"{pu[name]['median']:.1f}", ratio)
