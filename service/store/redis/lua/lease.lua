@@ -319,17 +319,10 @@ local function lease_shard(s_idx, idx)
   for j, i in ipairs(idx) do
     local host, rec = c_nm[i], c_rc[i]
     local q = K_QUEUE .. host
-    -- the host record's fields as unpack_host_rec reads them, in locals (a table per
-    -- lease costs more); only the gate and the leases out change
+    -- the host record's fields in locals (a table per lease costs more); only the gate,
+    -- the estimate and the leases out change
     local whole = #rec > HOST_SIZE
-    local delay, gate, mean, count, scored, blocked, failures, hcap, flight, paused
-    if whole then
-      delay, gate, mean, count, scored, blocked, failures, hcap, flight, paused =
-        struct.unpack(HOST_ALL, rec)
-    else
-      delay, gate, mean, count, scored = struct.unpack(HOST, rec)
-      blocked, failures, hcap, flight, paused = NAN, 0, 0, 0, 0
-    end
+    local delay, gate, mean, count, scored, blocked, _, hcap, flight, paused = host_fields(rec)
     if hcap == 0 then hcap = rules.in_flight end
     local open = paused ~= 1 and flight < hcap  -- host_ready gives a time
     -- paused, full or blocked since it was listed (another call, an operator): skipped;

@@ -183,27 +183,33 @@ local function get_url(host, ukey)
   return entry_url(s)
 end
 -- The stored entry of a URL table (its `est`, '' when nil, the estimator state).
-local function pack_url(u)
+-- The stored entry of a URL's fields: `head` the record's first 64 bytes (W ..
+-- registered, packed), the others as values, `est` the estimator state; each optional
+-- part is left out when it holds its defaults (for a caller that wants no table:
+-- apply_signal).
+local function pack_fields(head, last, lsig, lclick, due, n, clicks, signals, crawls,
+                           changes, errors, lease, retired, refetch, gone, reason, est)
   local form, times, counts, tail = 0, '', '', ''
-  if not (isnan(u.last) and isnan(u.lsig) and isnan(u.lclick)) then
+  if not (isnan(last) and isnan(lsig) and isnan(lclick)) then
     form = 1
-    times = struct.pack(URL_TIMES, u.last, u.lsig, u.lclick)
+    times = struct.pack(URL_TIMES, last, lsig, lclick)
   end
-  if u.n ~= 0 or u.clicks ~= 0 or u.signals ~= 0 or u.crawls ~= 0 or u.changes ~= 0
-    or u.errors ~= 0 or u.lease ~= 0 then
+  if n ~= 0 or clicks ~= 0 or signals ~= 0 or crawls ~= 0 or changes ~= 0 or errors ~= 0
+    or lease ~= 0 then
     form = form + 2
-    counts = struct.pack(URL_COUNTS, u.n, u.clicks, u.signals, u.crawls, u.changes, u.errors,
-                         u.lease)
+    counts = struct.pack(URL_COUNTS, n, clicks, signals, crawls, changes, errors, lease)
   end
-  local retired, refetch, gone, reason = u.retired or NAN, u.refetch or NAN, u.gone or 0,
-    u.reason or 0
   if not (isnan(retired) and isnan(refetch) and gone == 0 and reason == 0) then
     form = form + 4
     tail = struct.pack(URL_CTL, retired, refetch, gone, reason)
   end
-  return string.char(form) .. struct.pack(URL_HEAD, u.w, u.delta, u.recall, u.nu, u.beta,
-    u.thr, u.slam, u.reg) .. times .. struct.pack('<d', u.due) .. counts .. tail
-    .. (u.est or '')
+  return string.char(form) .. head .. times .. struct.pack('<d', due) .. counts .. tail .. est
+end
+local function pack_url(u)
+  return pack_fields(struct.pack(URL_HEAD, u.w, u.delta, u.recall, u.nu, u.beta, u.thr,
+    u.slam, u.reg), u.last, u.lsig, u.lclick, u.due, u.n, u.clicks, u.signals, u.crawls,
+    u.changes, u.errors, u.lease, u.retired or NAN, u.refetch or NAN, u.gone or 0,
+    u.reason or 0, u.est or '')
 end
 
 -- The store's frontier controls every script shares, as ControlRules set them (written
@@ -313,17 +319,19 @@ local HOST_CTL, HOST_SIZE = '<dI4HI4BBI4', 40
 local BLOCK_BACK_OFF, BLOCK_OPERATOR = 1, 2
 local HOST_ALL = HOST .. string.sub(HOST_CTL, 2)  -- both parts, in one format
 -- (one struct call and a table built whole: dispatch unpacks a record per lease)
-local function unpack_host_rec(s)
-  if #s > HOST_SIZE then
-    local delay, gate, mean, count, scored, blocked, failures, cap, flight, paused, reason,
-      retired = struct.unpack(HOST_ALL, s)
-    return {delay = delay, gate = gate, mean = mean, count = count, scored = scored,
-            blocked = blocked, failures = failures, cap = cap, flight = flight,
-            paused = paused, reason = reason, retired = retired}
-  end
+-- The record's fields in HOST_ALL's order (a record of the earlier layout: the tail's
+-- defaults), as values: for a caller that wants no table (lease.lua, one per lease).
+local function host_fields(s)
+  if #s > HOST_SIZE then return struct.unpack(HOST_ALL, s) end  -- (then the next position)
   local delay, gate, mean, count, scored = struct.unpack(HOST, s)
+  return delay, gate, mean, count, scored, NAN, 0, 0, 0, 0, 0, 0
+end
+local function unpack_host_rec(s)
+  local delay, gate, mean, count, scored, blocked, failures, cap, flight, paused, reason,
+    retired = host_fields(s)
   return {delay = delay, gate = gate, mean = mean, count = count, scored = scored,
-          blocked = NAN, failures = 0, cap = 0, flight = 0, paused = 0, reason = 0, retired = 0}
+          blocked = blocked, failures = failures, cap = cap, flight = flight,
+          paused = paused, reason = reason, retired = retired}
 end
 local function get_host(host)
   local s = redis.call('HGET', K_HOSTS, host)
@@ -443,13 +451,18 @@ end
 
 -- Bring a retired URL back (registered again, or signalled), with its history: the
 -- caller then moves it to its due time and writes it.
-local function unretire(host, u, h)
-  if isnan(u.retired) then return end
-  u.retired, u.reason, u.gone = NAN, 0, 0
+-- One retired URL fewer in the shard's and its host's counts (the host's record `h` when
+-- the caller holds it and writes it, else read and written here).
+local function count_unretired(host, h)
   redis.call('HINCRBY', K_META, 'retired', -1)
   local rec = h or get_host(host)
   if rec.retired > 0 then rec.retired = rec.retired - 1 end
   if not h then put_host(host, rec) end
+end
+local function unretire(host, u, h)
+  if isnan(u.retired) then return end
+  u.retired, u.reason, u.gone = NAN, 0, 0
+  count_unretired(host, h)
 end
 
 -- A lease ends (expired or settled): remember it for duplicates.  The caller trims
@@ -575,8 +588,8 @@ end
 -- `discard` s, otherwise it moves the due time (MATH.md "Due time", revisit cap `cap`
 -- s) and its host goes into `touched` (refresh_all).  Returns 0 accepted, 1 unknown
 -- URL, 2 stale.  (signals.lua, fold.lua)
--- The entry's fields are read into locals, not a URL table (entry_url, pack_url: a
--- signal is the commonest event); what it writes is what pack_url would.
+-- The entry's fields are read into locals and written with pack_fields, not through a
+-- URL table (entry_url, pack_url): a signal is the commonest event.
 local URL_BETA_AT, URL_REG_AT = 34, 58  -- entry bytes of β (ι next) and registered
 local function apply_signal(host, ukey, t, discard, cap, decay, touched)
   local ukeys = K_URLS .. host
@@ -601,10 +614,7 @@ local function apply_signal(host, ukey, t, discard, cap, decay, touched)
     if isnan(lsig) or t > lsig then lsig = t end
     if not isnan(retired) then  -- a signal brings a retired URL back (unretire)
       retired, reason, gone = NAN, 0, 0
-      redis.call('HINCRBY', K_META, 'retired', -1)
-      local h = get_host(host)
-      if h.retired > 0 then h.retired = h.retired - 1 end
-      put_host(host, h)
+      count_unretired(host)
     end
     local beta, thr = struct.unpack('<dd', s, URL_BETA_AT)
     local reg = struct.unpack('<d', s, URL_REG_AT)
@@ -613,21 +623,9 @@ local function apply_signal(host, ukey, t, discard, cap, decay, touched)
     touched[host] = true
     code = 0
   end
-  -- pack_url's layout: the signal count is at least 1, so the counts are there
-  local times, tail = '', ''
-  if not (isnan(last) and isnan(lsig) and isnan(lclick)) then
-    form = 3
-    times = struct.pack(URL_TIMES, last, lsig, lclick)
-  else
-    form = 2
-  end
-  if not (isnan(retired) and isnan(refetch) and gone == 0 and reason == 0) then
-    form = form + 4
-    tail = struct.pack(URL_CTL, retired, refetch, gone, reason)
-  end
-  redis.call('HSET', ukeys, ukey, string.char(form) .. string.sub(s, 2, ENTRY_HEAD - 1) .. times
-    .. struct.pack('<d', due) .. struct.pack(URL_COUNTS, n, clicks, signals, crawls, changes,
-    errors, lease) .. tail .. est)
+  redis.call('HSET', ukeys, ukey, pack_fields(string.sub(s, 2, ENTRY_HEAD - 1), last, lsig,
+    lclick, due, n, clicks, signals, crawls, changes, errors, lease, retired, refetch, gone,
+    reason, est))
   return code
 end
 
