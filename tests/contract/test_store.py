@@ -187,6 +187,20 @@ async def test_late_result_of_expired_lease_is_accepted_if_not_leased_again(stor
     ]
 
 
+async def test_a_result_twice_in_one_batch_settles_once(store: Store) -> None:
+    await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
+    (g,) = (await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)).grants
+    out = ok(g.state.url, g.lease_id, T0 + 151)
+    assert await store.settle([out, out], 60.0, 0.0, WINDOW) == [
+        EventStatus.ACCEPTED,
+        EventStatus.DUPLICATE,
+    ]
+    (s,) = await store.get_urls([g.state.url])
+    assert s is not None and (s.crawls, s.lease_id) == (1, None)
+    stats = await store.stats(T0 + 151, 5)
+    assert stats.leases_active == 0
+
+
 async def test_result_settles_once_and_resets_elapsed_time(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x", threshold_s=100.0)], T0)
     (g,) = (await store.lease_next(T0 + 150, 1, 60.0, dispatch_ahead=False)).grants

@@ -145,6 +145,12 @@ local function entry_parts(s)
   if form >= 4 then tail = at end
   return times, due, counts, tail
 end
+-- The lease seq of a stored entry (0: not leased).
+local function entry_lease(s)
+  local _, _, counts = entry_parts(s)
+  if not counts then return 0 end
+  return (struct.unpack('<I4', s, counts + 24))
+end
 -- A URL's full record and estimator state, or nil (unknown URL).
 local function get_rec(host, ukey)
   local s = redis.call('HGET', K_URLS .. host, ukey)
@@ -363,9 +369,8 @@ end
 local ACTIVE, EXPIRED, SETTLED = 1, 2, 3
 local LEASE = '<Bdd'
 local TEXT = '^(%S+) (%S+) (%S+)$'
-local function get_lease(seq)
-  local s = redis.call('HGET', K_LEASES, seq)
-  if not s then return nil end
+-- A stored lease record as a table.
+local function lease_of(s)
   local status, deadline, issued, rest = struct.unpack(LEASE, s)
   local nonce, host, ukey = string.match(string.sub(s, rest), TEXT)
   if not nonce then  -- the earlier layout: no issue time
@@ -375,6 +380,11 @@ local function get_lease(seq)
   end
   return {status = status, deadline = deadline, issued = issued, nonce = nonce, host = host,
           ukey = ukey}
+end
+local function get_lease(seq)
+  local s = redis.call('HGET', K_LEASES, seq)
+  if not s then return nil end
+  return lease_of(s)
 end
 local function pack_lease(l)
   return struct.pack(LEASE, l.status, l.deadline, l.issued) .. l.nonce .. ' ' .. l.host .. ' '

@@ -34,7 +34,8 @@ local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), n
 local window = num(ARGV[5])
 local base, max_block, jitter, gone_after = num(ARGV[8]), num(ARGV[9]), num(ARGV[10]),
   num(ARGV[11])
-local hosts = {}  -- host -> record, written once at the end
+local hosts = {}  -- host -> record, of the hosts whose records change (written at the end)
+local held = {}  -- host -> record, of every host in the batch (read at the start)
 local function opt(x) if x == '-' then return NAN end return num(x) end
 -- service/store/base.py back_off_s, operation for operation.
 local function back_off_s(host, failures, retry_after)
@@ -45,7 +46,7 @@ local function back_off_s(host, failures, retry_after)
   return math.min(b * (1.0 + jitter * (2.0 * unit - 1.0)), max_block)
 end
 local function host_answer(host, status, fetched, retry_after)
-  local h = hosts[host] or get_host(host)
+  local h = held[host]
   hosts[host] = h
   if not (status == 429 or status == 0 or (status >= 500 and status <= 599)) then
     h.failures = 0
@@ -56,12 +57,12 @@ local function host_answer(host, status, fetched, retry_after)
   if isnan(h.blocked) or untl > h.blocked then h.blocked, h.reason = untl, BLOCK_BACK_OFF end
 end
 local out = {}
-local touched = {}
 local grew_t, grew_h, grew_u = {}, {}, {}  -- the accepted results, for the stream
 local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
--- Append an outcome to the URL's state; the oldest beyond the window are dropped.
-local function add_outcome(u, tau, n, changed)
-  local e = u.est
+local lease_recs = {}  -- (seq, record) pairs of the settled leases, written at the end
+-- A URL's estimator state `e` with one outcome appended; the oldest beyond the window
+-- are dropped.
+local function add_outcome(e, tau, n, changed)
   local at = est_outcomes_at(e)
   if e == '' then e = '\0' end
   if changed then tau = -tau end
@@ -70,85 +71,140 @@ local function add_outcome(u, tau, n, changed)
   if excess > 0 then
     e = string.sub(e, 1, at - 1) .. string.sub(e, at + excess * OUTCOME_SIZE)
   end
-  u.est = est_norm(e)
+  return est_norm(e)
 end
+-- Settle one result of a lease known to be this URL's (stored lease record `lrec`,
+-- status `status`) whose stored entry is `s`: the entry's fields are read into locals
+-- and written with pack_fields, as apply_signal does (no URL table).
+local function settle_one(host, ukey, seq, lrec, status, s, fetched, ok, changed, known,
+                          code, retry_after, refetch_in, retire)
+  local form, at = string.byte(s, 1), ENTRY_HEAD
+  local last, lsig, lclick = NAN, NAN, NAN
+  if form % 2 == 1 then last, lsig, lclick, at = struct.unpack(URL_TIMES, s, at) end
+  local due
+  due, at = struct.unpack('<d', s, at)
+  local n, clicks, signals, crawls, changes, errors = 0, 0, 0, 0, 0, 0
+  if form % 4 >= 2 then
+    n, clicks, signals, crawls, changes, errors = struct.unpack(URL_COUNTS, s, at)
+    at = at + 28
+  end
+  local retired, refetch, gone, reason = NAN, NAN, 0, 0
+  if form >= 4 then retired, refetch, gone, reason, at = struct.unpack(URL_CTL, s, at) end
+  local est = string.sub(s, at)
+  local h = held[host]
+  hosts[host] = h
+  if status == ACTIVE then
+    settled_active[#settled_active + 1] = seq
+    if h.flight > 0 then h.flight = h.flight - 1 end
+  else
+    redis.call('ZREM', K_QUEUE .. host, ukey)
+  end
+  lease_recs[#lease_recs + 1] = seq
+  lease_recs[#lease_recs + 1] = string.char(SETTLED) .. string.sub(lrec, 2)
+  settled[#settled + 1] = seq
+  settled[#settled + 1] = seq
+  host_answer(host, code, fetched, retry_after)
+  if not isnan(refetch_in) then refetch = refetch_in end
+  if code == 404 then
+    gone = gone + 1
+  elseif code == 410 then
+    gone = gone + 2
+  else
+    gone = 0
+  end
+  -- retired now: out of the queue (a URL retired while leased stays out)
+  local retiring = isnan(retired) and (retire ~= 0 or gone >= gone_after)
+  local queued = isnan(retired) and not retiring
+  if not isnan(retired) then
+    -- retired while leased: its due time stays
+  elseif ok then
+    crawls = crawls + 1
+    if changed then changes = changes + 1 end
+    if known and not isnan(last) and fetched > last then
+      est = add_outcome(est, fetched - last, n, changed)
+    end
+    if isnan(last) or fetched > last then
+      last = fetched
+      if not isnan(lsig) and lsig > fetched + discard then n = 1 else n = 0 end
+    end
+    local beta, thr = struct.unpack('<dd', s, URL_BETA_AT)
+    local reg = struct.unpack('<d', s, URL_REG_AT)
+    due = due_of(reg, last, lsig, thr, beta, n, refetch, cap)
+  else
+    errors = errors + 1
+    due = math.max(due, fetched + retry, floor_at(refetch, last))
+  end
+  if queued then redis.call('ZADD', K_QUEUE .. host, due, ukey) end  -- (move)
+  if retiring then
+    if retire == 0 then retire = RETIRE_GONE end
+    retired, reason = fetched, retire
+    h.retired = h.retired + 1
+    redis.call('HINCRBY', K_META, 'retired', 1)
+  end
+  redis.call('HSET', K_URLS .. host, ukey, pack_fields(string.sub(s, 2, ENTRY_HEAD - 1), last,
+    lsig, lclick, due, n, clicks, signals, crawls, changes, errors, 0, retired, refetch, gone,
+    reason, est))
+end
+-- The results, parsed first: their lease records and hosts' records are read in one
+-- HMGET each.
+local R, seqs, names, named = {}, {}, {}, {}
 for host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch, retire in
     string.gmatch(ARGV[6], '(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)') do
-  local known = changed ~= '2'
-  fetched, ok, changed = num(fetched), ok == '1', changed == '1'
-  status, retry_after, refetch, retire = num(status), opt(retry_after), opt(refetch), num(retire)
-  local l = get_lease(seq)
-  -- the URL only once the lease is known to be its own (so in this shard)
-  local u = l and l.nonce == nonce and l.host == host and l.ukey == ukey and get_url(host, ukey)
+  R[#R + 1] = {host, ukey, seq, nonce, fetched, ok, changed, status, retry_after, refetch,
+               retire}
+  seqs[#seqs + 1] = seq
+  if not named[host] then named[host] = true; names[#names + 1] = host end
+end
+local lrecs = bulk('HMGET', K_LEASES, seqs, 1)
+for i, rec in ipairs(bulk('HMGET', K_HOSTS, names, 1)) do
+  if rec then held[names[i]] = unpack_host_rec(rec) end
+end
+local ended = {}  -- seqs settled by this batch
+for i, r in ipairs(R) do
+  local host, ukey, seq, nonce = r[1], r[2], r[3], r[4]
+  local lrec = lrecs[i]
+  local l = lrec and lease_of(lrec)
   if not l or l.nonce ~= nonce then
-    out[#out + 1] = 4
+    out[i] = 4
   elseif l.host ~= host or l.ukey ~= ukey then
-    out[#out + 1] = 2
-  elseif l.status == SETTLED then
-    out[#out + 1] = 3
-  elseif not u or (l.status == EXPIRED and u.lease ~= 0) then
-    out[#out + 1] = 2
+    out[i] = 2
+  elseif l.status == SETTLED or ended[seq] then
+    out[i] = 3
   else
-    if l.status == ACTIVE then
-      settled_active[#settled_active + 1] = seq
-      local h = hosts[host] or get_host(host)
-      hosts[host] = h
-      if h.flight > 0 then h.flight = h.flight - 1 end
+    -- the URL only once the lease is known to be its own (so in this shard)
+    local s = redis.call('HGET', K_URLS .. host, ukey)
+    if not s or (l.status == EXPIRED and entry_lease(s) ~= 0) then
+      out[i] = 2
     else
-      redis.call('ZREM', K_QUEUE .. host, ukey)
+      local fetched, changed = num(r[5]), r[7]
+      settle_one(host, ukey, seq, lrec, l.status, s, fetched, r[6] == '1', changed == '1',
+        changed ~= '2', num(r[8]), opt(r[9]), opt(r[10]), num(r[11]))
+      ended[seq] = true
+      grew_t[#grew_t + 1] = struct.pack('<d', fetched)
+      grew_h[#grew_h + 1] = host
+      grew_u[#grew_u + 1] = ukey
+      out[i] = 0
     end
-    l.status = SETTLED
-    put_lease(seq, l)
-    settled[#settled + 1] = seq
-    settled[#settled + 1] = seq
-    u.lease = 0
-    host_answer(host, status, fetched, retry_after)
-    if not isnan(refetch) then u.refetch = refetch end
-    if status == 404 then
-      u.gone = u.gone + 1
-    elseif status == 410 then
-      u.gone = u.gone + 2
-    else
-      u.gone = 0
-    end
-    if not isnan(u.retired) then
-      -- retired while leased: stays out of the queue
-    elseif ok then
-      u.crawls = u.crawls + 1
-      if changed then u.changes = u.changes + 1 end
-      if known and not isnan(u.last) and fetched > u.last then
-        add_outcome(u, fetched - u.last, u.n, changed)
-      end
-      if isnan(u.last) or fetched > u.last then
-        u.last = fetched
-        if not isnan(u.lsig) and u.lsig > fetched + discard then u.n = 1 else u.n = 0 end
-      end
-      move(host, ukey, u, due_time(u, cap))
-    else
-      u.errors = u.errors + 1
-      move(host, ukey, u, math.max(u.due, fetched + retry, floor_of(u)))
-    end
-    if isnan(u.retired) and (retire ~= 0 or u.gone >= gone_after) then
-      if retire == 0 then retire = RETIRE_GONE end
-      redis.call('ZREM', K_QUEUE .. host, ukey)
-      u.retired, u.reason = fetched, retire
-      local h = hosts[host] or get_host(host)
-      hosts[host] = h
-      h.retired = h.retired + 1
-      redis.call('HINCRBY', K_META, 'retired', 1)
-    end
-    put_url(host, ukey, u)
-    touched[host] = true
-    grew_t[#grew_t + 1] = struct.pack('<d', fetched)
-    grew_h[#grew_h + 1] = host
-    grew_u[#grew_u + 1] = ukey
-    out[#out + 1] = 0
   end
 end
-for host, h in pairs(hosts) do put_host(host, h) end
+-- the hosts' records are written once, and placed in the ready set from what is held
+local recs, placed, ready, gone = {}, {}, {}, {}
+for host, h in pairs(hosts) do
+  recs[#recs + 1] = host
+  recs[#recs + 1] = pack_host(h)
+end
+bulk('HSET', K_HOSTS, recs, 2)
+for _, host in ipairs(grew_h) do
+  if not placed[host] then
+    placed[host] = true
+    place_host(host, hosts[host], ready, gone)
+  end
+end
+bulk('ZADD', K_READY, ready, 2)
+bulk('ZREM', K_READY, gone, 1)
+bulk('HSET', K_LEASES, lease_recs, 2)
 bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
-refresh_all(touched)
 trim_history(history)
 if #grew_h > 0 then
   redis.call('XADD', K_STREAM, '*', 'k', 'r', 't', table.concat(grew_t),
