@@ -6,6 +6,8 @@ applies an entry exactly once when its folder dies between the script and its ``
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import struct
 from collections.abc import AsyncIterator, Iterator
 
@@ -19,12 +21,15 @@ from service.store.base import (
     EventKind,
     EventStatus,
     IdempotencyKey,
+    RetireReason,
+    SignalEvent,
     UrlRecord,
 )
 from service.store.redis import RedisStore
 from service.store.redis import events as events_module
 from service.store.redis.keys import FOLD_GROUP, ShardKeys, url_key
 from service.store.redis.local import LocalRedis
+from service.store.redis.records import HOST, HOST_CTL
 from service.store.redis.scripts import Call
 
 pytestmark = [pytest.mark.anyio, pytest.mark.redis]
@@ -232,3 +237,75 @@ async def test_the_fold_recreates_its_group_after_a_flush(
     assert (await store.fold_events("f", 100, 10.0, DECAY_S, 60.0)).parts == 0
     await store.append_events(EventBatch(EventKind.CLICK, URLS[:1], np.array([T0 + 1])))
     assert (await store.fold_events("f", 100, 10.0, DECAY_S, 60.0)).parts == 1
+
+
+def _readiness(raw: redis.Redis) -> tuple[dict[str, float], dict[str, float]]:
+    """Every shard's ready set as stored, and as it follows from its hosts' queues and
+    records (lib.lua host_ready: the latest of the queue's head, the gate and any
+    block; no entry while the queue is empty, the host paused or full)."""
+    stored: dict[str, float] = {}
+    expected: dict[str, float] = {}
+    for shard in range(SHARDS):
+        keys = ShardKeys(shard)
+        stored |= {k.decode(): v for k, v in raw.zrange(keys.all[2], 0, -1, withscores=True)}
+        for host_b, blob in raw.hgetall(keys.hosts).items():
+            host = host_b.decode()
+            head = raw.zrange(keys.queue(host), 0, 0, withscores=True)
+            gate = HOST.unpack_from(blob)[1]
+            blocked, _, cap, flight, paused, _, _ = HOST_CTL.unpack_from(blob, HOST.size)
+            if head and not paused and flight < (cap or 1_000_000):
+                expected[host] = max(
+                    head[0][1], gate, -math.inf if math.isnan(blocked) else blocked
+                )
+    return stored, expected
+
+
+async def test_signals_keep_each_hosts_readiness(raw: redis.Redis, server: LocalRedis) -> None:
+    """A signal moves its URL's due time earlier (the host's readiness falls to it when
+    it is the new head, and never below the gate or a block), later (β = ∞ on an overdue
+    URL: the head moves back), or brings a retired URL back; after each batch every
+    host's ready-set score is what its queue and record give."""
+    store = await RedisStore.connect(server.url, shards=SHARDS)
+    try:
+        hosts = [f"r{i}.example" for i in range(8)]
+        beta = {"a": 30.0, "b": 250.0, "c": 30.0}
+        records = [
+            dataclasses.replace(
+                rec(f"https://{h}/{p}"), threshold_s=thr,
+                signal_time_equivalent_s=math.inf if (h, p) == (hosts[1], "a") else beta[p],
+            )
+            for h in hosts for p, thr in (("a", 100.0), ("b", 300.0), ("c", 500.0))
+        ]  # fmt: skip
+        await store.upsert_urls(records, T0)
+        grants = (await store.lease_next(T0 + 100, len(hosts), 60.0, False)).grants
+        assert sorted(g.state.url for g in grants) == [f"https://{h}/a" for h in hosts]
+
+        def result(url: str, lease_id: str) -> CrawlOutcome:
+            host = url.split("/")[2]
+            if host == hosts[3]:  # blocked: back-off
+                return CrawlOutcome(url, lease_id, T0 + 101, False, None, status=503)
+            retire = RetireReason.DONE if host == hosts[4] else None
+            return CrawlOutcome(url, lease_id, T0 + 101, True, True, retire=retire)
+
+        await store.settle([result(g.state.url, g.lease_id) for g in grants], 60.0, 0.0, 8)
+        stored, expected = _readiness(raw)
+        assert stored == expected and hosts[3] in stored
+        signals = [
+            SignalEvent(f"https://{hosts[0]}/c", T0 + 150),  # earlier, not the head
+            SignalEvent(f"https://{hosts[1]}/a", T0 + 250),  # β = ∞, overdue: later
+            SignalEvent(f"https://{hosts[2]}/b", T0 + 150),  # earlier than the head
+            SignalEvent(f"https://{hosts[3]}/b", T0 + 150),  # earlier, held by the block
+            SignalEvent(f"https://{hosts[4]}/a", T0 + 150),  # retired: back, the new head
+            SignalEvent(f"https://{hosts[5]}/b", T0 + 150),  # twice in one batch
+            SignalEvent(f"https://{hosts[5]}/b", T0 + 160),
+        ]
+        before = stored
+        assert await store.record_signals(signals, 0.0, DECAY_S) == [EventStatus.ACCEPTED] * 7
+        stored, expected = _readiness(raw)
+        assert stored == expected
+        assert stored[hosts[1]] > before[hosts[1]]  # the later head
+        assert stored[hosts[2]] < before[hosts[2]]  # the earlier head
+        assert stored[hosts[4]] < before[hosts[4]]  # back from retirement, the new head
+        assert stored[hosts[0]] == before[hosts[0]]
+    finally:
+        await store.close()

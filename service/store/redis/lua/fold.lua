@@ -18,7 +18,7 @@
 local K_STREAM, K_STALE = KEYS[10], KEYS[11]
 local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local parts, sig, clk = 0, {0, 0, 0}, {0, 0}
-local touched, seen, grew = {}, {}, {}
+local touched, earlier, seen, grew = {}, {}, {}, {}
 local settled, seen_settled = {}, {}
 for i = 4, #ARGV do
   local id = ARGV[i]
@@ -43,7 +43,7 @@ for i = 4, #ARGV do
         local host, ukey = nexthost(), nextkey()
         local code
         if f.k == 's' then
-          code = apply_signal(host, ukey, t, discard, cap, decay, touched)
+          code = apply_signal(host, ukey, t, discard, cap, decay, touched, earlier)
           sig[code + 1] = sig[code + 1] + 1
           if code == 2 then redis.call('HINCRBY', K_STALE .. host, ukey, 1) end
         else
@@ -63,4 +63,5 @@ for i = 4, #ARGV do
   end
 end
 refresh_all(touched)
+refresh_earlier(earlier, touched)
 return {parts, sig[1], sig[2], sig[3], clk[1], clk[2], grew, settled}

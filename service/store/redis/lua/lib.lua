@@ -75,13 +75,19 @@ local function once_remember(out, ttl_ms)
   if K_ONCE then redis.call('SET', K_ONCE, table.concat(out), 'PX', ttl_ms) end
 end
 
--- cmd key items...: in chunks (Lua's unpack takes a few thousand values at most) of
--- whole groups of `stride` items; returns the answers of all chunks, concatenated.
-local function bulk(cmd, key, items, stride)
+-- cmd key [flag] items...: in chunks (Lua's unpack takes a few thousand values at most)
+-- of whole groups of `stride` items, each chunk with the optional `flag` (ZADD's 'LT');
+-- returns the answers of all chunks, concatenated.
+local function bulk(cmd, key, items, stride, flag)
   local out = {}
   local size = 512 * stride
   for i = 1, #items, size do
-    local got = redis.call(cmd, key, unpack(items, i, math.min(i + size - 1, #items)))
+    local got
+    if flag then
+      got = redis.call(cmd, key, flag, unpack(items, i, math.min(i + size - 1, #items)))
+    else
+      got = redis.call(cmd, key, unpack(items, i, math.min(i + size - 1, #items)))
+    end
     if type(got) == 'table' then
       for _, v in ipairs(got) do out[#out + 1] = v end
     end
@@ -448,6 +454,33 @@ local function refresh_all(touched)
   bulk('ZREM', K_READY, gone, 1)
 end
 
+-- Re-key hosts whose queues only gained URLs or saw URLs move earlier since their
+-- ready-set score was right: `earlier` maps each to the earliest due time it gained
+-- (Unix s), and its readiness is the least of its score and host_ready at that time (a
+-- queue head can only have moved to that time; the record's gate and block did not
+-- change), one ZADD LT for all; a host absent (its queue was empty) is added at that.
+-- Hosts also in `touched` are left to refresh_all, which reads their queue heads.
+local function refresh_earlier(earlier, touched)
+  local hosts = {}
+  for host in pairs(earlier) do
+    if not touched[host] then hosts[#hosts + 1] = host end
+  end
+  if #hosts == 0 then return end
+  local recs = bulk('HMGET', K_HOSTS, hosts, 1)
+  local ready, gone = {}, {}
+  for i, host in ipairs(hosts) do
+    local r = recs[i] and host_ready(unpack_host_rec(recs[i]), earlier[host])
+    if r then
+      ready[#ready + 1] = r
+      ready[#ready + 1] = host
+    else
+      gone[#gone + 1] = host
+    end
+  end
+  bulk('ZADD', K_READY, ready, 2, 'LT')
+  bulk('ZREM', K_READY, gone, 1)
+end
+
 -- Set a URL's due time; an unleased URL moves in its host queue.  Returns true when
 -- the host's readiness may have changed (the caller refreshes once per host).
 local function move(host, ukey, u, new_due)
@@ -596,12 +629,13 @@ end
 -- One change-indicating signal at `t` (Unix s) of a URL: counted, folded into the
 -- decayed signal count (time constant `decay` s); stale at or before last crawl +
 -- `discard` s, otherwise it moves the due time (MATH.md "Due time", revisit cap `cap`
--- s) and its host goes into `touched` (refresh_all).  Returns 0 accepted, 1 unknown
--- URL, 2 stale.  (signals.lua, fold.lua)
+-- s) and, when its URL is queued, its host goes into `earlier` (refresh_earlier) when
+-- the URL came back (unretired) or moved earlier, else into `touched` (refresh_all).
+-- Returns 0 accepted, 1 unknown URL, 2 stale.  (signals.lua, fold.lua)
 -- The entry's fields are read into locals and written with pack_fields, not through a
 -- URL table (entry_url, pack_url): a signal is the commonest event.
 local URL_BETA_AT, URL_REG_AT = 34, 58  -- entry bytes of β (ι next) and registered
-local function apply_signal(host, ukey, t, discard, cap, decay, touched)
+local function apply_signal(host, ukey, t, discard, cap, decay, touched, earlier)
   local ukeys = K_URLS .. host
   local s = redis.call('HGET', ukeys, ukey)
   if not s then return 1 end
@@ -622,15 +656,24 @@ local function apply_signal(host, ukey, t, discard, cap, decay, touched)
   if isnan(last) or t > last + discard then
     if not isnan(last) then n = n + 1 end
     if isnan(lsig) or t > lsig then lsig = t end
-    if not isnan(retired) then  -- a signal brings a retired URL back (unretire)
+    local back = not isnan(retired)  -- not in the queue until now
+    if back then  -- a signal brings a retired URL back (unretire)
       retired, reason, gone = NAN, 0, 0
       count_unretired(host)
     end
     local beta, thr = struct.unpack('<dd', s, URL_BETA_AT)
     local reg = struct.unpack('<d', s, URL_REG_AT)
+    local was = due
     due = due_of(reg, last, lsig, thr, beta, n, refetch, cap)
-    if lease == 0 then redis.call('ZADD', K_QUEUE .. host, due, ukey) end  -- (move)
-    touched[host] = true
+    if lease == 0 then  -- (move)
+      redis.call('ZADD', K_QUEUE .. host, due, ukey)
+      if back or due <= was then
+        local e = earlier[host]
+        if not e or due < e then earlier[host] = due end
+      else
+        touched[host] = true
+      end
+    end
     code = 0
   end
   redis.call('HSET', ukeys, ukey, pack_fields(string.sub(s, 2, ENTRY_HEAD - 1), last, lsig,

@@ -11,10 +11,11 @@ local seen = once_replay()
 if seen then return seen end
 local discard, cap, decay = num(ARGV[1]), num(ARGV[2]), num(ARGV[3])
 local out = {}
-local touched = {}
+local touched, earlier = {}, {}
 for host, ukey, t in string.gmatch(ARGV[4], '(%S+) (%S+) (%S+)') do
-  out[#out + 1] = apply_signal(host, ukey, num(t), discard, cap, decay, touched)
+  out[#out + 1] = apply_signal(host, ukey, num(t), discard, cap, decay, touched, earlier)
 end
 refresh_all(touched)
+refresh_earlier(earlier, touched)
 once_remember(out, ARGV[5])
 return out
