@@ -21,6 +21,7 @@ failure half-way applies just the parts that were not.
 from __future__ import annotations
 
 import enum
+import math
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,7 @@ __all__ = [
     "UrlState",
     "back_off_s",
     "is_back_off",
+    "ready_score",
     "shard_of",
 ]
 
@@ -91,6 +93,16 @@ __all__ = [
 def shard_of(host: str, shards: int) -> int:
     """Stable shard of a host (CRC-32 of its name), the same in every process."""
     return zlib.crc32(host.encode()) % shards
+
+
+def ready_score(t: float) -> float:
+    """A host's readiness ``t`` (Unix s) as its key in a ready set: whole µs, rounded up
+    (never early); ±∞ stay.  The Redis store scores its ready sets and queues so (lib.lua
+    ``qscore``: a listpack keeps whole numbers as integers, which it compares without
+    parsing), and the embedded store does the same, so that both order hosts and find
+    them due alike.  A readiness is due at ``now`` when its score is at most
+    ``now * 1e6``.  Source: docs/operations.md, "Redis memory"."""
+    return float(math.ceil(t * 1e6)) if math.isfinite(t) else t
 
 
 class EventStatus(enum.StrEnum):

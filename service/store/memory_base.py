@@ -25,6 +25,7 @@ from service.store.base import (
     Observations,
     RetireReason,
     UrlState,
+    ready_score,
     shard_of,
 )
 from service.store.memory_events import EventLog
@@ -116,7 +117,7 @@ class MemoryBase:
             host.ready_key = None
         if host.queue and not host.paused and host.in_flight < self._cap(host):
             block = -math.inf if host.blocked_until is None else host.blocked_until
-            host.ready_key = (max(host.queue[0][0], host.gate_at, block), host.name)
+            host.ready_key = (ready_score(max(host.queue[0][0], host.gate_at, block)), host.name)
             ready.add(host.ready_key)
 
     def _floor(self, u: Url) -> float:

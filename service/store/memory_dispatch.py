@@ -143,7 +143,7 @@ class MemoryDispatch(MemoryBase):
         if h is not None and h.ready_key is not None:  # paused and full hosts have none
             readiness = h.ready_key[0]
             opened = h.gate_at <= t and (h.blocked_until or -math.inf) <= t
-            if readiness <= t or (dispatch_ahead and opened):
+            if readiness <= t * 1e6 or (dispatch_ahead and opened):  # (base.ready_score)
                 row = self._lease_one(h, t, lease_ttl_s)
                 rows = [] if row is None else [row]
         return self._columns(t, rows, lease_ttl_s)
@@ -207,7 +207,7 @@ class MemoryDispatch(MemoryBase):
         heapq.heapify(heads)
         while tried < n and heads:
             readiness, name, k = heads[0]
-            if readiness > now:
+            if readiness > now * 1e6:  # (base.ready_score)
                 break
             tried += 1
             self._try(self._hosts[name], now, lease_ttl_s, grants, held)

@@ -13,6 +13,7 @@ from service.store.base import (
     HostPage,
     HostState,
     LeaseStatus,
+    ready_score,
 )
 from service.store.host_pages import page_of
 from service.store.memory_dispatch import MemoryDispatch
@@ -25,7 +26,11 @@ class MemoryHosts(MemoryDispatch):
     """Host snapshots and control of the embedded store."""
 
     def _host_state(self, h: Host, now: float) -> HostState:
+        # due by now as the ready sets count it (ready_score: a due time in the last µs
+        # before now is not yet due)
         due = h.queue.bisect_right((now, "\U0010ffff"))
+        while due and ready_score(h.queue[due - 1][0]) > now * 1e6:
+            due -= 1
         return HostState(
             host=h.name, crawl_delay_s=h.crawl_delay_s, gate_at=h.gate_at,
             urls=len(h.urls) - len(h.retired), queued=len(h.queue), due=due,

@@ -11,7 +11,14 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import redis
 
-from service.store.base import ControlRules, CrawlOutcome, RetireReason, UrlRecord, shard_of
+from service.store.base import (
+    ControlRules,
+    CrawlOutcome,
+    RetireReason,
+    UrlRecord,
+    ready_score,
+    shard_of,
+)
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, url_key
 from service.store.redis.local import LocalRedis
@@ -77,14 +84,14 @@ async def test_prepare_writes_the_controls_every_script_reads(
 
 async def test_host_ctl_sets_and_repeats_safely(store: RedisStore, raw: redis.Redis) -> None:
     await store.upsert_urls([rec(f"https://{HOST_NAME}/{i}") for i in range(2)], T0)
-    assert raw.zscore(KEYS.ready, HOST_NAME) == T0 + 100
+    assert raw.zscore(KEYS.ready, HOST_NAME) == ready_score(T0 + 100)
     for _ in range(2):
         answer = await _run(store, "host_ctl", HOST_NAME, "2.5", "3", repr(T0 + 900), "", "0")
         assert isinstance(answer, list) and answer[1:4] == [2, 2, 0]
         blocked, failures, cap, flight, paused, reason, retired = _host_ctl(raw)
         assert (blocked, cap, paused, reason) == (T0 + 900, 3, 0, 2)
         assert HOST.unpack_from(raw.hget(KEYS.hosts, HOST_NAME) or b"")[0] == 2.5
-        assert raw.zscore(KEYS.ready, HOST_NAME) == T0 + 900  # the block in its readiness
+        assert raw.zscore(KEYS.ready, HOST_NAME) == ready_score(T0 + 900)  # the block
     for _ in range(2):
         await _run(store, "host_ctl", HOST_NAME, "", "", "", "1", "0")
         assert _host_ctl(raw)[4] == 1
@@ -93,7 +100,7 @@ async def test_host_ctl_sets_and_repeats_safely(store: RedisStore, raw: redis.Re
         await _run(store, "host_ctl", HOST_NAME, "", "", "0", "0", "0")
         blocked, failures, *_ = _host_ctl(raw)
         assert math.isnan(blocked) and failures == 0
-        assert raw.zscore(KEYS.ready, HOST_NAME) == T0 + 100
+        assert raw.zscore(KEYS.ready, HOST_NAME) == ready_score(T0 + 100)
     assert await _run(store, "host_ctl", "nope.example", "", "", "", "1", "0") is None
 
 
@@ -117,7 +124,7 @@ async def test_settle_and_lease_keep_the_tails(store: RedisStore, raw: redis.Red
         retired_at, refetch, gone, reason = URL_CTL.unpack_from(blob, URL.size)
         assert (math.isnan(retired_at), refetch, gone, reason) == (True, T0 + 9000, 2, 0)
         assert _host_ctl(raw)[3] == 0  # the lease ended
-        assert raw.zscore(KEYS.queue(HOST_NAME), ukey) == T0 + 9000
+        assert raw.zscore(KEYS.queue(HOST_NAME), ukey) == ready_score(T0 + 9000)
 
 
 async def test_hosts_delete_host_and_purge(store: RedisStore, raw: redis.Redis) -> None:

@@ -34,7 +34,7 @@ from service.loadgen.ledger import EventKind, EventLedger
 from service.loadgen.report import LoadgenReport
 from service.loadgen.runner import LoadgenOptions, run_loadgen
 from service.settings import Settings
-from service.store.base import UrlState
+from service.store.base import UrlState, ready_score
 from service.store.redis import RedisStore
 from service.store.redis.keys import ShardKeys, expand_url
 from service.store.redis.local import LocalRedis
@@ -117,7 +117,7 @@ def check_integrity(client: redis.Redis, now: float) -> set[str]:
                 url = expand_url(ukey, host)
                 urls.add(url)
                 if seq == 0:
-                    assert queue.get(ukey) == due, f"{url}: unleased but not queued at its due"
+                    assert queue.get(ukey) == ready_score(due), f"{url}: not queued at its due"
                     continue
                 assert ukey not in queue, f"{url}: leased and queued at once"
                 lease = leases.get(seq)
@@ -132,9 +132,9 @@ def check_integrity(client: redis.Redis, now: float) -> set[str]:
             blocked, _, cap, flight, paused, _, _ = HOST_CTL.unpack_from(host_blob, HOST.size)
             cap = cap or int(meta.get("max_in_flight", b"1000000"))  # lib.lua ctl: none written
             if queue and not paused and flight < cap:
-                readiness = max(min(queue.values()), gate)
+                readiness = max(min(queue.values()), ready_score(gate))
                 if not math.isnan(blocked):
-                    readiness = max(readiness, blocked)
+                    readiness = max(readiness, ready_score(blocked))
                 assert ready.get(host) == readiness, f"{host}: readiness"
             else:
                 assert host not in ready, f"{host}: ready while empty, paused or full"

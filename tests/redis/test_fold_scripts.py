@@ -24,6 +24,7 @@ from service.store.base import (
     RetireReason,
     SignalEvent,
     UrlRecord,
+    ready_score,
 )
 from service.store.redis import RedisStore
 from service.store.redis import events as events_module
@@ -242,7 +243,8 @@ async def test_the_fold_recreates_its_group_after_a_flush(
 def _readiness(raw: redis.Redis) -> tuple[dict[str, float], dict[str, float]]:
     """Every shard's ready set as stored, and as it follows from its hosts' queues and
     records (lib.lua host_ready: the latest of the queue's head, the gate and any
-    block; no entry while the queue is empty, the host paused or full)."""
+    block, as scores: ready_score; no entry while the queue is empty, the host paused
+    or full)."""
     stored: dict[str, float] = {}
     expected: dict[str, float] = {}
     for shard in range(SHARDS):
@@ -254,9 +256,8 @@ def _readiness(raw: redis.Redis) -> tuple[dict[str, float], dict[str, float]]:
             gate = HOST.unpack_from(blob)[1]
             blocked, _, cap, flight, paused, _, _ = HOST_CTL.unpack_from(blob, HOST.size)
             if head and not paused and flight < (cap or 1_000_000):
-                expected[host] = max(
-                    head[0][1], gate, -math.inf if math.isnan(blocked) else blocked
-                )
+                block = -math.inf if math.isnan(blocked) else ready_score(blocked)
+                expected[host] = max(head[0][1], ready_score(gate), block)
     return stored, expected
 
 

@@ -27,6 +27,7 @@ from service.store.base import (
     SignalEvent,
     UrlPrior,
     UrlRecord,
+    ready_score,
     shard_of,
 )
 from service.store.redis import RedisStore
@@ -300,14 +301,14 @@ async def test_set_params_script(server: LocalRedis, store: RedisStore) -> None:
             assert await store._scripts.run(store.client, [call]) == [2]  # two known URLs
             record = _record(raw, keys.urls(other), "/r")
             assert URL.unpack_from(record)[:7] == (1.0, 2.0, 0.0, 0.0, 0.0, 60.0, 4.5)
-            assert raw.zscore(keys.queue(other), "/r") == T0 + 60.0
+            assert raw.zscore(keys.queue(other), "/r") == ready_score(T0 + 60.0)
             record = _record(raw, keys.urls("a.example"), "/p")
             w, delta, recall, nu, beta, thr, slam, *_, due = URL.unpack_from(record)[:12]
             assert (w, delta, recall, nu, beta, thr, slam, due) == (
                 3.0, 0.5, 0.25, 0.125, 0.0, 40.0, 2.5, T0 + 40.0,
             )  # fmt: skip
-            assert raw.zscore(keys.queue("a.example"), "/p") == T0 + 40.0
-            assert raw.zscore(keys.all[2], "a.example") == T0 + 40.0  # ready at the new head
+            assert raw.zscore(keys.queue("a.example"), "/p") == ready_score(T0 + 40.0)
+            assert raw.zscore(keys.all[2], "a.example") == ready_score(T0 + 40.0)  # the new head
             assert raw.hget(keys.hosts, "a.example") == host_before
             assert not raw.hexists(keys.urls("a.example"), "/gone")
 

@@ -47,6 +47,8 @@ local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
 local COUNTS_HEAD_ZERO = string.rep('\0', 24)  -- the counts but the lease seq, all 0
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
+local now_score = now * 1000000  -- ready-set scores are µs (lib.lua qscore)
+local now_score_arg = str(now_score)
 local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5])
 local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
 local U = num(ARGV[10])
@@ -140,12 +142,12 @@ local function fill(c, want)
     local chunk = want + 1 + math.floor(want / 8)  -- a margin over the share asked
     local got
     if c.due then
-      got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_arg, 'WITHSCORES',
+      got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_score_arg, 'WITHSCORES',
                        'LIMIT', c.offset, chunk)
     else
       chunk = math.min(2 * want + 16, scan - c.offset)
       if chunk <= 0 then c.done = true; break end
-      got = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_arg, '+inf', 'WITHSCORES',
+      got = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_score_arg, '+inf', 'WITHSCORES',
                        'LIMIT', c.offset, chunk)
     end
     if #got < 2 * chunk then c.done = true end
@@ -237,7 +239,7 @@ local function only_host()
   local score = redis.call('ZSCORE', K_READY, only)
   if not score or cap < 1 then return none, none end
   score = num(score)
-  if score <= now then return {{score}, {only}, {}, {1}}, none end
+  if score <= now_score then return {{score}, {only}, {}, {1}}, none end
   if k_ahead < 1 then return none, none end
   local rec = redis.call('HGET', K_HOSTS, only)
   local h = unpack_host_rec(rec)
@@ -350,7 +352,7 @@ local function lease_shard(s_idx, idx)
         url_due = math.max(url_due, floor)
         redis.call('HSET', ukeys, ukey, string.sub(s, 1, due_at - 1)
           .. struct.pack('<d', url_due) .. string.sub(s, due_at + 8))
-        redis.call('ZADD', q, url_due, ukey)
+        redis.call('ZADD', q, qscore(url_due), ukey)
       else
         local opened = gate
         if not isnan(blocked) then opened = math.max(opened, blocked) end
@@ -404,9 +406,7 @@ local function lease_shard(s_idx, idx)
     -- in the ready set at its new readiness, or out (lib.lua place_host on these fields)
     local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
     if head[1] and open then
-      local r = math.max(num(head[2]), gate)
-      if not isnan(blocked) then r = math.max(r, blocked) end
-      ready[#ready + 1] = r
+      ready[#ready + 1] = readiness(num(head[2]), gate, blocked)
       ready[#ready + 1] = host
     else
       gone[#gone + 1] = host

@@ -4,11 +4,13 @@
 -- script touches one slot; lease.lua alone touches every shard of one node, see there):
 --   KEYS[1]  meta        hash   counters of the shard: urls, expired, lseq
 --   KEYS[2]  hosts       hash   host -> packed host record (HOST layout below)
---   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix s
+--   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix
+--                        µs, a whole number (host_ready)
 --   KEYS[4]  leases      hash   lease seq -> packed lease record (LEASE layout below)
 --   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix s
 --   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
---   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix s
+--   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix
+--                        µs, a whole number (qscore below)
 --   KEYS[8]  urls:       prefix of "urls:<host>",  hash url key -> stored URL entry: the
 --                        URL record and its estimator state (layouts below)
 --   KEYS[9]  spare       no key is read or written under it (it keeps the place of the
@@ -41,6 +43,17 @@ local NAN = -(0 / 0)
 local function isnan(x) return x ~= x end
 local function num(s) return tonumber(s) end
 local function str(x) return string.format('%.17g', x) end
+
+-- A host queue's and a ready set's score: a time (Unix s) in whole µs, rounded up (never
+-- early).  A zset of up to zset-max-listpack-entries members is a listpack, which keeps
+-- a whole number as an integer: placing a member compares it with the scores before it,
+-- and a fractional score would be parsed as text at each comparison (the cost of a ZADD
+-- into a queue of 100 URLs falls about fourfold).  Rounding keeps ties (a gate opening
+-- at the instant a URL falls due) and keeps order; the embedded store keys its ready
+-- sets the same way (service/store/base.py ready_score).
+local function qscore(due) return math.ceil(due * 1000000) end
+-- For snapshots: the highest score due at `now` (Unix s, as text), as ZCOUNT's bound.
+local function qscore_at(now) return string.format('%.17g', tonumber(now) * 1000000) end
 
 -- The time decisions are taken at (lease deadlines, lease reclaiming, politeness gates):
 -- the API process's clock (service/clock.py WallMap) applied to this server's own TIME,
@@ -156,6 +169,15 @@ local function entry_lease(s)
   local _, _, counts = entry_parts(s)
   if not counts then return 0 end
   return (struct.unpack('<I4', s, counts + 24))
+end
+-- For snapshots: the due time (%.17g, Unix s) of the URL at the head of `host`'s queue
+-- (`head`: ZRANGE 0 0), as its entry holds it (the score is rounded: qscore); '' when
+-- the queue is empty.
+local function head_due(host, head)
+  if not head[1] then return '' end
+  local s = redis.call('HGET', K_URLS .. host, head[1])
+  local _, due_at = entry_parts(s)
+  return string.format('%.17g', struct.unpack('<d', s, due_at))
 end
 -- A URL's full record and estimator state, or nil (unknown URL).
 local function get_rec(host, ukey)
@@ -357,16 +379,21 @@ end
 local function put_host(host, h)
   redis.call('HSET', K_HOSTS, host, pack_host(h))
 end
--- When a host can next give out a URL whose earliest due is `head` (Unix s): the latest
--- of that, its gate and its block; nil while it is paused or has its cap of leases out.
+-- A host's readiness from the queue score of its earliest due URL and its gate and
+-- block (Unix s): the latest of the three as a score (qscore).
+local function readiness(head, gate, blocked)
+  local r = math.max(head, qscore(gate))
+  if not isnan(blocked) then r = math.max(r, qscore(blocked)) end
+  return r
+end
+-- When a host can next give out a URL whose queue score is `head` (qscore): its
+-- readiness; nil while it is paused or has its cap of leases out.
 local function host_ready(h, head)
   if h.paused == 1 then return nil end
   local cap = h.cap
   if cap == 0 then cap = ctl().in_flight end
   if h.flight >= cap then return nil end
-  local r = math.max(head, h.gate)
-  if not isnan(h.blocked) then r = math.max(r, h.blocked) end
-  return r
+  return readiness(head, h.gate, h.blocked)
 end
 
 -- Lease record: status (1 active, 2 expired, 3 settled), deadline (Unix s), issue time
@@ -469,7 +496,7 @@ local function refresh_earlier(earlier, touched)
   local recs = bulk('HMGET', K_HOSTS, hosts, 1)
   local ready, gone = {}, {}
   for i, host in ipairs(hosts) do
-    local r = recs[i] and host_ready(unpack_host_rec(recs[i]), earlier[host])
+    local r = recs[i] and host_ready(unpack_host_rec(recs[i]), qscore(earlier[host]))
     if r then
       ready[#ready + 1] = r
       ready[#ready + 1] = host
@@ -486,7 +513,7 @@ end
 local function move(host, ukey, u, new_due)
   u.due = new_due
   if u.lease == 0 and (not u.retired or isnan(u.retired)) then
-    redis.call('ZADD', K_QUEUE .. host, new_due, ukey)
+    redis.call('ZADD', K_QUEUE .. host, qscore(new_due), ukey)
     return true
   end
   return false
@@ -547,7 +574,7 @@ local function reclaim(now, history)
     local u = get_url(l.host, l.ukey)
     u.lease = 0
     put_url(l.host, l.ukey, u)
-    if isnan(u.retired) then redis.call('ZADD', K_QUEUE .. l.host, u.due, l.ukey) end
+    if isnan(u.retired) then redis.call('ZADD', K_QUEUE .. l.host, qscore(u.due), l.ukey) end
     lease_ended(l.host)
     touched[l.host] = true
   end
@@ -666,7 +693,7 @@ local function apply_signal(host, ukey, t, discard, cap, decay, touched, earlier
     local was = due
     due = due_of(reg, last, lsig, thr, beta, n, refetch, cap)
     if lease == 0 then  -- (move)
-      redis.call('ZADD', K_QUEUE .. host, due, ukey)
+      redis.call('ZADD', K_QUEUE .. host, qscore(due), ukey)
       if back or due <= was then
         local e = earlier[host]
         if not e or due < e then earlier[host] = due end

@@ -24,7 +24,7 @@ local backlog, blocked = 0, 0
 local ranked = {}
 for i = 1, #all, 2 do
   local q = K_QUEUE .. all[i]
-  local due = redis.call('ZCOUNT', q, '-inf', now_arg)
+  local due = redis.call('ZCOUNT', q, '-inf', qscore_at(now_arg))
   local h = unpack_host_rec(all[i + 1])
   if h.paused == 1 or h.blocked > now then
     blocked = blocked + 1
@@ -43,7 +43,7 @@ for j = 1, math.min(k, #ranked) do
   local host, q = ranked[j][2], K_QUEUE .. ranked[j][2]
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   for _, v in ipairs({host, ranked[j][3], redis.call('HLEN', K_URLS .. host),
-                      redis.call('ZCARD', q), ranked[j][4], head[2] or ''}) do
+                      redis.call('ZCARD', q), ranked[j][4], head_due(host, head)}) do
     top[#top + 1] = v
   end
 end
