@@ -452,14 +452,14 @@ local function due_time(u, cap)
   return due_of(u.reg, u.last, u.lsig, u.thr, u.beta, u.n, u.refetch, cap)
 end
 
--- Re-key hosts in the ready set by host_ready; out when their queue is empty, they are
--- paused or full.  `touched` is a set (host -> true): one HMGET, one ZADD, one ZREM for
--- all.
--- Note host `host` (record `h`) in `ready` (score, host pairs) when its queue head
--- makes it ready, else in `gone`: the caller writes both to the shard's ready set.
-local function place_host(host, h, ready, gone)
+-- The score of the earliest due URL in `host`'s queue (qscore), nil when it is empty.
+local function queue_head(host)
   local head = redis.call('ZRANGE', K_QUEUE .. host, 0, 0, 'WITHSCORES')
-  local r = head[1] and h and host_ready(h, num(head[2]))
+  return head[1] and num(head[2])
+end
+-- Note host `host` in `ready` (score, host pairs) at readiness `r`, or in `gone` when
+-- `r` is nil: the caller writes both to the shard's ready set.
+local function note_ready(host, r, ready, gone)
   if r then
     ready[#ready + 1] = r
     ready[#ready + 1] = host
@@ -467,45 +467,46 @@ local function place_host(host, h, ready, gone)
     gone[#gone + 1] = host
   end
 end
-
-local function refresh_all(touched)
-  local hosts = {}
-  for host in pairs(touched) do hosts[#hosts + 1] = host end
+-- Note host `host` (record `h`) by its queue head (place_host: a caller that holds the
+-- record).
+local function place_host(host, h, ready, gone)
+  local head = queue_head(host)
+  note_ready(host, head and h and host_ready(h, head), ready, gone)
+end
+-- Re-key `hosts` (a list) in the ready set by host_ready on their records and the
+-- queue score `head(host)` gives (nil: empty queue); out when their queue is empty,
+-- they are paused or full.  One HMGET, one ZADD (with `flag`, when given), one ZREM.
+local function rekey(hosts, head, flag)
   if #hosts == 0 then return end
   local recs = bulk('HMGET', K_HOSTS, hosts, 1)
   local ready, gone = {}, {}
   for i, host in ipairs(hosts) do
-    place_host(host, recs[i] and unpack_host_rec(recs[i]), ready, gone)
+    local at = recs[i] and head(host)
+    note_ready(host, at and host_ready(unpack_host_rec(recs[i]), at), ready, gone)
   end
-  bulk('ZADD', K_READY, ready, 2)
+  bulk('ZADD', K_READY, ready, 2, flag)
   bulk('ZREM', K_READY, gone, 1)
+end
+
+-- Re-key hosts by their queue heads; `touched` is a set (host -> true).
+local function refresh_all(touched)
+  local hosts = {}
+  for host in pairs(touched) do hosts[#hosts + 1] = host end
+  rekey(hosts, queue_head)
 end
 
 -- Re-key hosts whose queues only gained URLs or saw URLs move earlier since their
 -- ready-set score was right: `earlier` maps each to the earliest due time it gained
 -- (Unix s), and its readiness is the least of its score and host_ready at that time (a
 -- queue head can only have moved to that time; the record's gate and block did not
--- change), one ZADD LT for all; a host absent (its queue was empty) is added at that.
--- Hosts also in `touched` are left to refresh_all, which reads their queue heads.
+-- change): ZADD LT; a host absent (its queue was empty) is added at that.  Hosts also
+-- in `touched` are left to refresh_all, which reads their queue heads.
 local function refresh_earlier(earlier, touched)
   local hosts = {}
   for host in pairs(earlier) do
     if not touched[host] then hosts[#hosts + 1] = host end
   end
-  if #hosts == 0 then return end
-  local recs = bulk('HMGET', K_HOSTS, hosts, 1)
-  local ready, gone = {}, {}
-  for i, host in ipairs(hosts) do
-    local r = recs[i] and host_ready(unpack_host_rec(recs[i]), qscore(earlier[host]))
-    if r then
-      ready[#ready + 1] = r
-      ready[#ready + 1] = host
-    else
-      gone[#gone + 1] = host
-    end
-  end
-  bulk('ZADD', K_READY, ready, 2, 'LT')
-  bulk('ZREM', K_READY, gone, 1)
+  rekey(hosts, function(host) return qscore(earlier[host]) end, 'LT')
 end
 
 -- Set a URL's due time; an unleased URL moves in its host queue.  Returns true when
