@@ -84,6 +84,13 @@ def machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def own_and_redis_cpu_s(redis_pid: int) -> float:
+    """CPU seconds of this process (threads included) and of the Redis server: what a
+    bench subtracts from :func:`machine_busy_seconds` to get the others' load."""
+    fields = Path(f"/proc/{redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Meter:
     """CPU shares (of one core) of the API, its worker (Redis store), Redis and this

@@ -45,7 +45,7 @@ from rich.table import Table
 
 from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
 from raw_redis import RAW_DB, RAW_DISPATCH_LUA, RAW_EVENTS_LUA, RECORD_BYTES
-from sampling import machine_busy_seconds, show_and_save
+from sampling import machine_busy_seconds, own_and_redis_cpu_s, show_and_save
 from service.app import open_store
 from service.clock import SystemClock
 from service.metrics import Metrics
@@ -160,7 +160,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         }  # fmt: skip
         per_unit: dict[str, list[float]] = {name: [] for name in work}
         await lease()  # λ₀'s first estimate: later leases fold their own observations
-        busy0, own0, t0 = machine_busy_seconds(), _own_cpu(server.process.pid), time.perf_counter()
+        pid = server.process.pid
+        busy0, own0, t0 = machine_busy_seconds(), own_and_redis_cpu_s(pid), time.perf_counter()
         for _ in track(range(args.repeats), description="rounds"):
             for name, (step, calls) in work.items():
                 before, units, left_out = evalsha_usec(ours), 0, 0.0
@@ -169,7 +170,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     units, left_out = units + done, left_out + prep
                 per_unit[name].append((evalsha_usec(ours) - before - left_out) / max(units, 1))
         wall = time.perf_counter() - t0
-        others = (machine_busy_seconds() - busy0 - (_own_cpu(server.process.pid) - own0)) / wall
+        others = (machine_busy_seconds() - busy0 - (own_and_redis_cpu_s(pid) - own0)) / wall
         await ctx.store.close()
     return {
         "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
@@ -177,13 +178,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "per_unit_us": {k: {"min": min(v), "median": statistics.median(v), "all": v}
                         for k, v in per_unit.items()},
     }  # fmt: skip
-
-
-def _own_cpu(redis_pid: int) -> float:
-    """CPU seconds of this process (threads included) and of the Redis server."""
-    fields = Path(f"/proc/{redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
-    redis_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return time.process_time() + redis_s
 
 
 def table(out: dict[str, Any]) -> Table:

@@ -28,7 +28,7 @@ from typing import Any
 import redis
 from rich.table import Table
 
-from sampling import machine_busy_seconds, show_and_save
+from sampling import machine_busy_seconds, own_and_redis_cpu_s, show_and_save
 from service.store.redis.local import LocalRedis
 
 # KEYS[1] the zset; ARGV: members, moves, scale (1: seconds, 1e6: whole µs)
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         per_zadd: dict[str, list[float]] = {"seconds": [], "whole µs": []}
         encoding: dict[str, str] = {}
         busy0, t0 = machine_busy_seconds(), time.perf_counter()
-        own0 = _cpu(server.process.pid)
+        pid = server.process.pid
+        own0 = own_and_redis_cpu_s(pid)
         for r in range(args.repeats):
             order = [("seconds", 1.0), ("whole µs", 1e6)]
             for name, scale in order if r % 2 == 0 else order[::-1]:
@@ -75,19 +76,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 zadds = args.members + args.moves
                 per_zadd[name].append((eval_usec(client) - before) / zadds)
         wall = time.perf_counter() - t0
-        others = (machine_busy_seconds() - busy0 - (_cpu(server.process.pid) - own0)) / wall
+        others = (machine_busy_seconds() - busy0 - (own_and_redis_cpu_s(pid) - own0)) / wall
     return {
         "members": args.members, "moves": args.moves, "repeats": args.repeats,
         "others_cpu_share": others, "encoding": encoding,
         "per_zadd_us": {k: {"min": min(v), "median": statistics.median(v), "all": v}
                         for k, v in per_zadd.items()},
     }  # fmt: skip
-
-
-def _cpu(redis_pid: int) -> float:
-    """CPU seconds of this process and of the Redis server."""
-    fields = Path(f"/proc/{redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def table(out: dict[str, Any]) -> Table:
