@@ -96,12 +96,13 @@ def shard_of(host: str, shards: int) -> int:
 
 
 def ready_score(t: float) -> float:
-    """A host's readiness ``t`` (Unix s) as its key in a ready set: whole µs, rounded up
-    (never early); ±∞ stay.  The Redis store scores its ready sets and queues so (lib.lua
-    ``qscore``: a listpack keeps whole numbers as integers, which it compares without
-    parsing), and the embedded store does the same, so that both order hosts and find
-    them due alike.  A readiness is due at ``now`` when its score is at most
-    ``now * 1e6``.  Source: docs/operations.md, "Redis memory"."""
+    """A host's readiness or a lease's deadline ``t`` (Unix s) as its key in a ready set or
+    a deadline set: whole µs, rounded up (never early); ±∞ stay.  The Redis store scores
+    its ready sets, queues and deadline sets so (lib.lua ``qscore``: a listpack keeps
+    whole numbers as integers, which it compares without parsing), and the embedded
+    store does the same, so that both order hosts, find them due and leases expired
+    alike.  A time is reached at ``now`` when its score is at most ``now * 1e6``.
+    Source: docs/operations.md, "Redis memory"."""
     return float(math.ceil(t * 1e6)) if math.isfinite(t) else t
 
 

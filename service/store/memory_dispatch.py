@@ -34,6 +34,7 @@ from service.store.base import (
     RetireReason,
     back_off_s,
     is_back_off,
+    ready_score,
 )
 from service.store.columns import URL_COLUMNS, LeaseColumns
 from service.store.memory_base import MemoryBase
@@ -53,7 +54,8 @@ class MemoryDispatch(MemoryBase):
     # -- leases ----------------------------------------------------------------------------------
     def _reclaim(self, now: float) -> None:
         for shard in self._shards:
-            while shard.leases and shard.leases[0][0] <= now:
+            # expired as the Redis store's deadline sets find them (base.ready_score)
+            while shard.leases and ready_score(shard.leases[0][0]) <= now * 1e6:
                 _, nonce = shard.leases.pop(0)
                 for lease_id in shard.lease_groups.pop(nonce):
                     lease = self._active.get(lease_id)

@@ -123,7 +123,8 @@ def check_integrity(client: redis.Redis, now: float) -> set[str]:
                 lease = leases.get(seq)
                 assert lease is not None and lease.status == _ACTIVE, f"{url}: lease {seq} lost"
                 assert (lease.host, lease.ukey) == (host, ukey), f"{url}: lease {seq} elsewhere"
-                assert deadlines[seq] == lease.deadline > now, f"{url}: lease {seq} overdue"
+                assert deadlines[seq] == ready_score(lease.deadline), f"{url}: lease {seq}"
+                assert lease.deadline > now, f"{url}: lease {seq} overdue"
                 leased_urls.add(seq)
             assert set(queue) <= set(records_h), f"{host}: queued URLs without a record"
             # readiness (lib.lua host_ready): the latest of the earliest due, the gate and

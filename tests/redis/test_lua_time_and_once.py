@@ -19,6 +19,7 @@ from service.store.base import (
     EventStatus,
     IdempotencyKey,
     UrlRecord,
+    ready_score,
     shard_of,
 )
 from service.store.redis import RedisStore
@@ -103,7 +104,7 @@ async def test_lease_reads_the_server_time_through_the_clock(
     keys = ShardKeys(shard)
     status, deadline, issued = LEASE.unpack_from(raw.hget(keys.all[3], seq) or b"")
     assert (status, deadline, issued) == (1, now + TTL_S, now)
-    assert raw.zscore(keys.all[4], seq) == now + TTL_S
+    assert raw.zscore(keys.all[4], seq) == ready_score(now + TTL_S)
     assert HOST.unpack_from(raw.hget(keys.hosts, host) or b"")[1] == now + DELAY_S  # the gate
     # a repeat within the crawl delay leases nothing: the gate is in the server's future
     again_now, _, again = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")

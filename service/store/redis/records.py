@@ -96,10 +96,10 @@ URL_CTL = struct.Struct("<ddIB")
 #: A full URL record, the tail included (as the scripts answer it).
 URL_FULL = URL.size + URL_CTL.size
 #: Version of the stored layout, kept in the global meta hash (``keys.GlobalKeys.meta``):
-#: 3 is one entry per URL (:func:`unpack_entry`) and host queues scored in whole µs
-#: (lib.lua ``qscore``), 2 the same with queues scored in s, 1 the record and the
-#: estimator state in two hashes.
-LAYOUT = 3
+#: 4 is one entry per URL (:func:`unpack_entry`) with host queues, ready sets and
+#: deadline sets scored in whole µs (lib.lua ``qscore``), 3 the same with deadlines in
+#: s, 2 with every score in s, 1 the record and the estimator state in two hashes.
+LAYOUT = 4
 #: The parts of the record a stored entry leaves out while they hold their defaults:
 #: (form bit, first byte, end byte, default bytes) of the times (last crawl, last signal,
 #: last click: NaN), the counts (n since crawl .. lease seq: 0) and the controls' tail.

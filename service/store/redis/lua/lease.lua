@@ -54,6 +54,7 @@ local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9]
 local U = num(ARGV[10])
 local deadline = now + ttl
 local deadline_s = str(deadline)
+local deadline_score = str(qscore(deadline))  -- the deadline set's score (lib.lua)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
@@ -384,7 +385,7 @@ local function lease_shard(s_idx, idx)
         redis.call('HSET', ukeys, ukey, entry)
         leases[#leases + 1] = seq_s
         leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
-        deadlines[#deadlines + 1] = deadline_s
+        deadlines[#deadlines + 1] = deadline_score
         deadlines[#deadlines + 1] = seq_s
         -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT
         local times = NAN_TIMES

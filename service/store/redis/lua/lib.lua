@@ -7,7 +7,8 @@
 --   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix
 --                        µs, a whole number (host_ready)
 --   KEYS[4]  leases      hash   lease seq -> packed lease record (LEASE layout below)
---   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix s
+--   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix µs, a whole
+--                        number (qscore)
 --   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
 --   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix
 --                        µs, a whole number (qscore below)
@@ -44,8 +45,8 @@ local function isnan(x) return x ~= x end
 local function num(s) return tonumber(s) end
 local function str(x) return string.format('%.17g', x) end
 
--- A host queue's and a ready set's score: a time (Unix s) in whole µs, rounded up (never
--- early).  A zset of up to zset-max-listpack-entries members is a listpack, which keeps
+-- A host queue's, a ready set's and a deadline set's score: a time (Unix s) in whole µs,
+-- rounded up (never early).  A zset of up to zset-max-listpack-entries members is a listpack, which keeps
 -- a whole number as an integer: placing a member compares it with the scores before it,
 -- and a fractional score would be parsed as text at each comparison (the cost of a ZADD
 -- into a queue of 100 URLs falls about fourfold).  Rounding keeps ties (a gate opening
@@ -565,7 +566,7 @@ end
 -- Expired leases (deadline at or before `now`, Unix s) go back to their host queues
 -- (at-least-once delivery).
 local function reclaim(now, history)
-  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', str(now))
+  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', str(now * 1000000))
   local touched = {}
   for _, seq in ipairs(expired) do
     redis.call('ZREM', K_DEADLINES, seq)
