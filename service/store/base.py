@@ -86,6 +86,7 @@ __all__ = [
     "back_off_s",
     "is_back_off",
     "ready_score",
+    "score_now",
     "shard_of",
 ]
 
@@ -101,9 +102,15 @@ def ready_score(t: float) -> float:
     its ready sets, queues and deadline sets so (lib.lua ``qscore``: a listpack keeps
     whole numbers as integers, which it compares without parsing), and the embedded
     store does the same, so that both order hosts, find them due and leases expired
-    alike.  A time is reached at ``now`` when its score is at most ``now * 1e6``.
+    alike.  A time is reached at ``now`` when its score is at most :func:`score_now`.
     Source: docs/operations.md, "Redis memory"."""
     return float(math.ceil(t * 1e6)) if math.isfinite(t) else t
+
+
+def score_now(now: float) -> float:
+    """The highest :func:`ready_score` reached at ``now`` (Unix s): a host is due, a lease
+    expired, when its score is at most this (lib.lua ``qscore_now``)."""
+    return now * 1e6
 
 
 class EventStatus(enum.StrEnum):

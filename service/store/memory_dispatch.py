@@ -35,6 +35,7 @@ from service.store.base import (
     back_off_s,
     is_back_off,
     ready_score,
+    score_now,
 )
 from service.store.columns import URL_COLUMNS, LeaseColumns
 from service.store.memory_base import MemoryBase
@@ -55,7 +56,7 @@ class MemoryDispatch(MemoryBase):
     def _reclaim(self, now: float) -> None:
         for shard in self._shards:
             # expired as the Redis store's deadline sets find them (base.ready_score)
-            while shard.leases and ready_score(shard.leases[0][0]) <= now * 1e6:
+            while shard.leases and ready_score(shard.leases[0][0]) <= score_now(now):
                 _, nonce = shard.leases.pop(0)
                 for lease_id in shard.lease_groups.pop(nonce):
                     lease = self._active.get(lease_id)
@@ -145,7 +146,7 @@ class MemoryDispatch(MemoryBase):
         if h is not None and h.ready_key is not None:  # paused and full hosts have none
             readiness = h.ready_key[0]
             opened = h.gate_at <= t and (h.blocked_until or -math.inf) <= t
-            if readiness <= t * 1e6 or (dispatch_ahead and opened):  # (base.ready_score)
+            if readiness <= score_now(t) or (dispatch_ahead and opened):
                 row = self._lease_one(h, t, lease_ttl_s)
                 rows = [] if row is None else [row]
         return self._columns(t, rows, lease_ttl_s)
@@ -209,7 +210,7 @@ class MemoryDispatch(MemoryBase):
         heapq.heapify(heads)
         while tried < n and heads:
             readiness, name, k = heads[0]
-            if readiness > now * 1e6:  # (base.ready_score)
+            if readiness > score_now(now):
                 break
             tried += 1
             self._try(self._hosts[name], now, lease_ttl_s, grants, held)

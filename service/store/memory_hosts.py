@@ -14,6 +14,7 @@ from service.store.base import (
     HostState,
     LeaseStatus,
     ready_score,
+    score_now,
 )
 from service.store.host_pages import page_of
 from service.store.memory_dispatch import MemoryDispatch
@@ -29,7 +30,7 @@ class MemoryHosts(MemoryDispatch):
         # due by now as the ready sets count it (ready_score: a due time in the last µs
         # before now is not yet due)
         due = h.queue.bisect_right((now, "\U0010ffff"))
-        while due and ready_score(h.queue[due - 1][0]) > now * 1e6:
+        while due and ready_score(h.queue[due - 1][0]) > score_now(now):
             due -= 1
         return HostState(
             host=h.name, crawl_delay_s=h.crawl_delay_s, gate_at=h.gate_at,

@@ -7,4 +7,4 @@ if not rec then return false end
 local q = K_QUEUE .. host
 local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
 return {rec, redis.call('HLEN', K_URLS .. host), redis.call('ZCARD', q),
-        redis.call('ZCOUNT', q, '-inf', qscore_at(ARGV[2])), head_due(host, head)}
+        redis.call('ZCOUNT', q, '-inf', qscore_at(num(ARGV[2]))), head_due(host, head)}

@@ -25,4 +25,4 @@ refresh_all({[host] = true})
 local q = K_QUEUE .. host
 local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
 return {redis.call('HGET', K_HOSTS, host), redis.call('HLEN', K_URLS .. host),
-        redis.call('ZCARD', q), redis.call('ZCOUNT', q, '-inf', qscore_at(ARGV[6])), head_due(host, head)}
+        redis.call('ZCARD', q), redis.call('ZCOUNT', q, '-inf', qscore_at(num(ARGV[6]))), head_due(host, head)}

@@ -8,7 +8,7 @@ for i = 1, #all, 2 do
   local q = K_QUEUE .. host
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   for _, v in ipairs({host, all[i + 1], redis.call('HLEN', K_URLS .. host), redis.call('ZCARD', q),
-                      redis.call('ZCOUNT', q, '-inf', qscore_at(ARGV[1])), head_due(host, head)}) do
+                      redis.call('ZCOUNT', q, '-inf', qscore_at(num(ARGV[1]))), head_due(host, head)}) do
     out[#out + 1] = v
   end
 end

@@ -47,8 +47,8 @@ local BOUND_SLACK = 0.5  -- as scheduler_core.multipliers.BOUND_SLACK
 local COUNTS_HEAD_ZERO = string.rep('\0', 24)  -- the counts but the lease seq, all 0
 local now = clock_now(ARGV[1])
 local now_arg = str(now)
-local now_score = now * 1000000  -- ready-set scores are µs (lib.lua qscore)
-local now_score_arg = str(now_score)
+local now_score = qscore_now(now)  -- ready-set scores are µs (lib.lua qscore)
+local now_score_arg = qscore_at(now)
 local mode, cap, k_ahead, ttl = ARGV[2], num(ARGV[3]), num(ARGV[4]), num(ARGV[5])
 local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9])
 local U = num(ARGV[10])
@@ -274,7 +274,7 @@ end
 local chosen = #c_nm
 local lam0_out = ''
 if not isnan(log_lam0) then lam0_out = str(log_lam0) end
-if chosen == 0 then return {now_arg, str(deadline), lam0_out, lam0_count, '', ''} end
+if chosen == 0 then return {now_arg, deadline_s, lam0_out, lam0_count, '', ''} end
 
 -- lease one URL of each chosen host; the writes shared by a shard go out in one call each
 -- (the main chunk may hold 200 locals at most, lib.lua's included: a shard's leases are
@@ -427,5 +427,5 @@ for i = 1, chosen do
     given_names[#given_names + 1] = names[i]
   end
 end
-return {now_arg, str(deadline), lam0_out, lam0_count, table.concat(given),
+return {now_arg, deadline_s, lam0_out, lam0_count, table.concat(given),
         table.concat(given_names)}

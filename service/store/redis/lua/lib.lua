@@ -53,8 +53,10 @@ local function str(x) return string.format('%.17g', x) end
 -- at the instant a URL falls due) and keeps order; the embedded store keys its ready
 -- sets the same way (service/store/base.py ready_score).
 local function qscore(due) return math.ceil(due * 1000000) end
--- For snapshots: the highest score due at `now` (Unix s, as text), as ZCOUNT's bound.
-local function qscore_at(now) return string.format('%.17g', tonumber(now) * 1000000) end
+-- The highest score reached at `now` (Unix s): a member is due (a lease expired) when its
+-- score is at most this; qscore_at gives it as text, a range bound (ZRANGEBYSCORE, ZCOUNT).
+local function qscore_now(now) return now * 1000000 end
+local function qscore_at(now) return str(qscore_now(now)) end
 
 -- The time decisions are taken at (lease deadlines, lease reclaiming, politeness gates):
 -- the API process's clock (service/clock.py WallMap) applied to this server's own TIME,
@@ -566,7 +568,7 @@ end
 -- Expired leases (deadline at or before `now`, Unix s) go back to their host queues
 -- (at-least-once delivery).
 local function reclaim(now, history)
-  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', str(now * 1000000))
+  local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', qscore_at(now))
   local touched = {}
   for _, seq in ipairs(expired) do
     redis.call('ZREM', K_DEADLINES, seq)

@@ -34,8 +34,9 @@ local retry, discard, cap, history = num(ARGV[1]), num(ARGV[2]), num(ARGV[3]), n
 local window = num(ARGV[5])
 local base, max_block, jitter, gone_after = num(ARGV[8]), num(ARGV[9]), num(ARGV[10]),
   num(ARGV[11])
-local hosts = {}  -- host -> record, of the hosts whose records change (written at the end)
-local held = {}  -- host -> record, of every host in the batch (read at the start)
+-- host -> record, of every host in the batch (read at the start; those of accepted
+-- results written at the end)
+local held = {}
 local function opt(x) if x == '-' then return NAN end return num(x) end
 -- service/store/base.py back_off_s, operation for operation.
 local function back_off_s(host, failures, retry_after)
@@ -47,7 +48,6 @@ local function back_off_s(host, failures, retry_after)
 end
 local function host_answer(host, status, fetched, retry_after)
   local h = held[host]
-  hosts[host] = h
   if not (status == 429 or status == 0 or (status >= 500 and status <= 599)) then
     h.failures = 0
     return
@@ -92,7 +92,6 @@ local function settle_one(host, ukey, seq, lrec, status, s, fetched, ok, changed
   if form >= 4 then retired, refetch, gone, reason, at = struct.unpack(URL_CTL, s, at) end
   local est = string.sub(s, at)
   local h = held[host]
-  hosts[host] = h
   if status == ACTIVE then
     settled_active[#settled_active + 1] = seq
     if h.flight > 0 then h.flight = h.flight - 1 end
@@ -187,19 +186,18 @@ for i, r in ipairs(R) do
     end
   end
 end
--- the hosts' records are written once, and placed in the ready set from what is held
+-- the accepted results' hosts: each record written once, and placed in the ready set
+-- from what is held
 local recs, placed, ready, gone = {}, {}, {}, {}
-for host, h in pairs(hosts) do
-  recs[#recs + 1] = host
-  recs[#recs + 1] = pack_host(h)
-end
-bulk('HSET', K_HOSTS, recs, 2)
 for _, host in ipairs(grew_h) do
   if not placed[host] then
     placed[host] = true
-    place_host(host, hosts[host], ready, gone)
+    recs[#recs + 1] = host
+    recs[#recs + 1] = pack_host(held[host])
+    place_host(host, held[host], ready, gone)
   end
 end
+bulk('HSET', K_HOSTS, recs, 2)
 bulk('ZADD', K_READY, ready, 2)
 bulk('ZREM', K_READY, gone, 1)
 bulk('HSET', K_LEASES, lease_recs, 2)

@@ -16,7 +16,6 @@
 local history, k = num(ARGV[2]), num(ARGV[3])
 local cursor, count = ARGV[4] or '0', ARGV[5] or '256'
 local now = clock_now(ARGV[1])
-local now_arg = str(now)
 reclaim(now, history)
 local got = redis.call('HSCAN', K_HOSTS, cursor, 'COUNT', count)
 local all = got[2]
@@ -24,7 +23,7 @@ local backlog, blocked = 0, 0
 local ranked = {}
 for i = 1, #all, 2 do
   local q = K_QUEUE .. all[i]
-  local due = redis.call('ZCOUNT', q, '-inf', qscore_at(now_arg))
+  local due = redis.call('ZCOUNT', q, '-inf', qscore_at(now))
   local h = unpack_host_rec(all[i + 1])
   if h.paused == 1 or h.blocked > now then
     blocked = blocked + 1
