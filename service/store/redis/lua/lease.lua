@@ -414,8 +414,7 @@ local function lease_shard(s_idx, idx)
     end
   end
   bulk('HSET', K_HOSTS, host_recs, 2)
-  bulk('ZADD', K_READY, ready, 2)
-  bulk('ZREM', K_READY, gone, 1)
+  write_ready(ready, gone)
   bulk('HSET', K_LEASES, leases, 2)
   bulk('ZADD', K_DEADLINES, deadlines, 2)
 end

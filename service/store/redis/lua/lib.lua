@@ -470,6 +470,11 @@ local function note_ready(host, r, ready, gone)
     gone[#gone + 1] = host
   end
 end
+-- Write what note_ready noted to the shard's ready set (ZADD with `flag`, when given).
+local function write_ready(ready, gone, flag)
+  bulk('ZADD', K_READY, ready, 2, flag)
+  bulk('ZREM', K_READY, gone, 1)
+end
 -- Note host `host` (record `h`) by its queue head (place_host: a caller that holds the
 -- record).
 local function place_host(host, h, ready, gone)
@@ -487,8 +492,7 @@ local function rekey(hosts, head, flag)
     local at = recs[i] and head(host)
     note_ready(host, at and host_ready(unpack_host_rec(recs[i]), at), ready, gone)
   end
-  bulk('ZADD', K_READY, ready, 2, flag)
-  bulk('ZREM', K_READY, gone, 1)
+  write_ready(ready, gone, flag)
 end
 
 -- Re-key hosts by their queue heads; `touched` is a set (host -> true).

@@ -198,8 +198,7 @@ for _, host in ipairs(grew_h) do
   end
 end
 bulk('HSET', K_HOSTS, recs, 2)
-bulk('ZADD', K_READY, ready, 2)
-bulk('ZREM', K_READY, gone, 1)
+write_ready(ready, gone)
 bulk('HSET', K_LEASES, lease_recs, 2)
 bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
