@@ -16,6 +16,8 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
 - ``true-w-gamma``: learned, but after every estimate W and γ are replaced by the
   truth (α and θ learned);
 - ``true-alpha-theta``: learned, α and θ replaced by the truth (W and γ learned);
+- ``true-w``, ``true-gamma``, ``true-alpha``, ``true-theta``: learned, that one
+  parameter replaced by the truth;
 - ``exact-prior``: learned W and γ; α and θ from the posterior mean of (α,
   precision) on a 24 × 15 grid whose prior is the world's own true population of
   (α, precision) (a histogram of the truth): the best any population prior can
@@ -60,7 +62,10 @@ from service.scheduler.context import Context
 from service.simulation import ServicePolicy
 from service.store.estimate_columns import EstimateColumns, estimate_table
 
-VARIANTS = ("oracle", "learned", "true-w-gamma", "true-alpha-theta", "exact-prior", "em-prior")
+VARIANTS = (
+    "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
+    "true-alpha", "true-theta", "exact-prior", "em-prior",
+)  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
 ALPHA_BINS, PRECISION_BINS = 24, 15
@@ -155,6 +160,15 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
             w, g = p.weight[idx], p.signal_rate[idx]
         elif variant == "true-alpha-theta":
             a, t = p.unsignalled_change_rate[idx], true_theta[idx]
+        elif variant in ("true-w", "true-gamma", "true-alpha", "true-theta"):
+            truth = {
+                "true-w": p.weight, "true-gamma": p.signal_rate,
+                "true-alpha": p.unsignalled_change_rate, "true-theta": true_theta,
+            }[variant][idx]  # fmt: skip
+            w = truth if variant == "true-w" else w
+            g = truth if variant == "true-gamma" else g
+            a = truth if variant == "true-alpha" else a
+            t = truth if variant == "true-theta" else t
         else:  # exact-prior, em-prior
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray
 
-__all__ = ["OutcomeFit", "fit_outcomes", "outcome_log_likelihood"]
+__all__ = ["OutcomeFit", "fit_outcomes", "outcome_information", "outcome_log_likelihood"]
 
 BoolArray = NDArray[np.bool_]
 
@@ -45,12 +45,16 @@ class OutcomeFit:
     theta : −ln(1 − precision) = αβ, the staleness one signal carries.
     alpha_info : expected Fisher information of α from the outcomes alone (s²);
         1/alpha_info approximates the variance of the estimate without prior.
+    theta_info : expected Fisher information of θ from the outcomes alone, α
+        unknown (the Schur complement I_θθ − I_αθ²/I_αα); 0 without signals or
+        when θ is fixed at 0.
     n_obs : outcomes used.
     """
 
     alpha: FloatArray
     theta: FloatArray
     alpha_info: FloatArray
+    theta_info: FloatArray
     n_obs: NDArray[np.int64]
 
 
@@ -135,6 +139,52 @@ def _damped_step(
     for x, n in zip(points, new, strict=True):
         rel = np.maximum(rel, np.abs(n - x) / np.maximum(x, 1e-300))
     return new, new_val, active & improved & (rel > _TOL)
+
+
+def outcome_information(
+    alpha: ArrayLike, theta: ArrayLike, tau: ArrayLike, n: ArrayLike, mask: ArrayLike
+) -> tuple[FloatArray, FloatArray]:
+    """Expected Fisher information of α and of θ (α unknown) from crawl outcomes.
+
+    Each outcome is a Bernoulli with P(change) = 1 − e^{−η}, η = ατ + θn, whose
+    information on (α, θ) is (τ, n)ᵀ(τ, n)/(e^η − 1); the expected one is steadier
+    than the observed one for short windows.
+
+    Parameters
+    ----------
+    alpha, theta : array_like, shape (m,)
+        α (1/s) and θ, ≥ 0.
+    tau, n, mask : array_like, shape (m, K)
+        Intervals (s), signals counted in them, and which slots hold an outcome.
+
+    Returns
+    -------
+    alpha_info : ndarray, shape (m,)
+        I_αα, s².
+    theta_info : ndarray, shape (m,)
+        I_θθ − I_αθ²/I_αα (the Schur complement: θ's information when α is
+        estimated too); I_θθ where I_αα = 0.
+
+    References
+    ----------
+    Paper 004 App. E (the log-link outcome model).
+    """
+    t = np.atleast_2d(np.asarray(tau, dtype=np.float64))
+    cnt = np.atleast_2d(np.asarray(n, dtype=np.float64))
+    msk = np.atleast_2d(np.asarray(mask, dtype=bool))
+    a = np.asarray(alpha, dtype=np.float64)[:, None]
+    th = np.asarray(theta, dtype=np.float64)[:, None]
+    eta = np.maximum(a * t + th * cnt, 1e-150)
+    with np.errstate(over="ignore"):
+        weight = np.where(msk, 1.0 / np.expm1(np.minimum(eta, 700.0)), 0.0)
+    t = np.where(msk, t, 0.0)
+    cnt = np.where(msk, cnt, 0.0)
+    i_aa = (weight * t * t).sum(axis=1)
+    i_tt = (weight * cnt * cnt).sum(axis=1)
+    i_at = (weight * t * cnt).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        i_t = np.where(i_aa > 0, i_tt - i_at * i_at / i_aa, i_tt)
+    return i_aa, np.maximum(i_t, 0.0)
 
 
 def fit_outcomes(
@@ -250,14 +300,11 @@ def fit_outcomes(
         points, current, active = _damped_step((alpha, theta), (da, dt), objective, current, active)
         alpha, theta = points
 
-    # expected Fisher information of α: Σ τ²/(e^η − 1) (a Bernoulli with
-    # P(change) = 1 − e^{−η}); steadier than the observed one for short windows
-    eta = np.maximum(alpha[:, None] * tt + theta[:, None] * cnt, 1e-150)
-    with np.errstate(over="ignore"):
-        info = (np.where(msk, tt * tt / np.expm1(np.minimum(eta, 700.0)), 0.0)).sum(axis=1)
+    info, theta_info = outcome_information(alpha, theta, tt, cnt, msk)
     return OutcomeFit(
         alpha=alpha * s_a,
         theta=theta,
         alpha_info=info / s_a**2,  # in original units: α = s_α α′
+        theta_info=theta_info if with_theta else np.zeros(m),
         n_obs=msk.sum(axis=1).astype(np.int64),
     )

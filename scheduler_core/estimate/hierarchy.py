@@ -25,10 +25,26 @@ from numpy.typing import ArrayLike
 
 from scheduler_core.errors import ParameterError
 
-__all__ = ["QUANTITIES", "GammaPrior", "GroupStats", "Moments", "moments_of", "shrink"]
+__all__ = [
+    "MIN_EVIDENCE_DOF",
+    "MIN_POOLED_OUTCOMES",
+    "QUANTITIES",
+    "GammaPrior",
+    "GroupStats",
+    "Moments",
+    "moments_of",
+    "shrink",
+]
 
 #: The learned quantities, in the order of :class:`GroupStats`.
 QUANTITIES = ("weight", "signal_rate", "alpha", "theta")
+
+#: Signal-bearing outcomes a host needs before its pooled θ_h is reported.
+MIN_POOLED_OUTCOMES = 20
+
+#: Degrees of freedom (URLs beyond one a host) that the within-host comparisons of
+#: :class:`GroupStats` need before they count: enough for a χ² to be near normal.
+MIN_EVIDENCE_DOF = 20
 
 #: A prior's shape stays within these: ≥ 1 keeps a MAP finite, the cap keeps any
 #: group from overruling a URL's own data.
@@ -126,42 +142,106 @@ def moments_of(x: ArrayLike, sampling_var: ArrayLike | None = None) -> Moments:
     return Moments(float(arr.size), float(arr.sum()), float((arr * arr).sum()), sv)
 
 
+#: The fields of :class:`GroupStats` that are sums over a group's hosts.
+_SUMMED = (
+    "theta_excess", "theta_scale", "theta_dof", "ss_ln_alpha", "ss_ln_alpha_per_signal",
+    "alpha_signal_dof", "sum_ln_alpha_per_signal", "alpha_signal_pairs",
+)  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class GroupStats:
-    """A group's moment sums for each of :data:`QUANTITIES`, and, for a host, its
-    pooled signal quality θ_h with the number of signal-bearing outcomes behind it."""
+    """What a group (host, label, all URLs) knows of its URLs.
+
+    Attributes
+    ----------
+    moments : moment sums of each of :data:`QUANTITIES` over the members.
+    pooled_theta, pooled_outcomes : a host's pooled signal quality θ_h and the
+        signal-bearing outcomes behind it (a sum of groups has neither).
+    theta_excess, theta_scale, theta_dof : how far θ strays among a host's URLs
+        around θ_h (:meth:`theta_cv2`; :func:`.members.theta_heterogeneity`).
+    ss_ln_alpha, ss_ln_alpha_per_signal, alpha_signal_dof : how α goes with γ
+        among a host's URLs (:meth:`alpha_follows_signals`).
+    sum_ln_alpha_per_signal, alpha_signal_pairs : Σ ln(α̂/γ̂) over those URLs and
+        their count (:func:`.members.alpha_and_signals`).
+
+    The last three groups are sums over hosts, so a label's or the global group's
+    pool every host's evidence.
+    """
 
     moments: tuple[Moments, Moments, Moments, Moments] = field(
         default_factory=lambda: (Moments(), Moments(), Moments(), Moments())
     )
     pooled_theta: float = float("nan")
     pooled_outcomes: float = 0.0
+    theta_excess: float = 0.0
+    theta_scale: float = 0.0
+    theta_dof: float = 0.0
+    ss_ln_alpha: float = 0.0
+    ss_ln_alpha_per_signal: float = 0.0
+    alpha_signal_dof: float = 0.0
+    sum_ln_alpha_per_signal: float = 0.0
+    alpha_signal_pairs: float = 0.0
 
     def __add__(self, other: GroupStats) -> GroupStats:
         return GroupStats(
             tuple(a + b for a, b in zip(self.moments, other.moments, strict=True)),  # type: ignore[arg-type]
-            float("nan"),
-            0.0,
+            **{f: getattr(self, f) + getattr(other, f) for f in _SUMMED},
         )
+
+    def alpha_follows_signals(self) -> bool:
+        """Whether, among the URLs of a host, α varies less in proportion to their
+        signal rate γ than on its own: the within-host sums of squares of ln(α̂/γ̂)
+        and ln α̂ around each host's mean (:func:`.members.members`), summed over the
+        hosts summed here, with :data:`MIN_EVIDENCE_DOF` degrees of freedom or more,
+        by a margin of two standard errors of the log of one of them, √(2/dof) (the
+        two share α̂'s noise, so their ratio varies less than that of independent
+        ones).  Where a source's recall r is shared by its URLs, α = (1 − r)Δ =
+        γ·p(1 − r)/r is γ times a constant of the host."""
+        if not (
+            self.alpha_signal_dof >= MIN_EVIDENCE_DOF
+            and self.ss_ln_alpha > 0
+            and self.ss_ln_alpha_per_signal > 0
+        ):
+            return False
+        margin = 2.0 * math.sqrt(2.0 / self.alpha_signal_dof)
+        return math.log(self.ss_ln_alpha / self.ss_ln_alpha_per_signal) > margin
+
+    def theta_cv2(self, z: float = 0.0) -> float:
+        """The squared coefficient of variation of θ among the URLs of a host, around
+        the host's θ_h, pooled over the hosts summed here: (Σ(Q − (k − 1)) + z·√(2Σ(k −
+        1))) / Σθ_h²D (:func:`.members.theta_heterogeneity`), at least 0; NaN without
+        data or with fewer than :data:`MIN_EVIDENCE_DOF` degrees of freedom.  ``z`` > 0
+        gives an upper confidence bound (Q's null variance is 2(k − 1))."""
+        if not (self.theta_scale > 0 and self.theta_dof >= MIN_EVIDENCE_DOF):
+            return float("nan")
+        excess = max(self.theta_excess, 0.0) + z * math.sqrt(2.0 * self.theta_dof)
+        return excess / self.theta_scale
 
     def of(self, quantity: str) -> Moments:
         """The moment sums of one of :data:`QUANTITIES`."""
         return self.moments[QUANTITIES.index(quantity)]
 
     def to_tuple(self) -> tuple[float, ...]:
-        """18 floats, as a store keeps them."""
+        """The floats a store keeps (:data:`TUPLE_LENGTH`)."""
         out: list[float] = []
         for mo in self.moments:
             out += [mo.n, mo.s1, mo.s2, mo.sv]
-        return (*out, self.pooled_theta, self.pooled_outcomes)
+        return (*out, self.pooled_theta, self.pooled_outcomes, *(getattr(self, f) for f in _SUMMED))
 
     @classmethod
     def from_tuple(cls, values: Sequence[float] | None) -> GroupStats:
-        """Inverse of :meth:`to_tuple`; None or a malformed tuple gives empty stats."""
-        if values is None or len(values) != 18:
+        """Inverse of :meth:`to_tuple`; None or a tuple of another length (one a
+        layout before this one wrote) gives empty stats, which the learner's next
+        cycle writes again."""
+        if values is None or len(values) != TUPLE_LENGTH:
             return cls()
         mos = tuple(Moments(*values[4 * k : 4 * k + 4]) for k in range(4))
-        return cls(mos, float(values[16]), float(values[17]))  # type: ignore[arg-type]
+        return cls(mos, *(float(v) for v in values[16:]))  # type: ignore[arg-type]
+
+
+#: Floats in :meth:`GroupStats.to_tuple`.
+TUPLE_LENGTH = 18 + len(_SUMMED)
 
 
 def shrink(

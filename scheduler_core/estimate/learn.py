@@ -26,6 +26,7 @@ from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.change import fit_outcomes
 from scheduler_core.estimate.hierarchy import (
     MAX_SHAPE,
+    MIN_POOLED_OUTCOMES,
     QUANTITIES,
     GammaPrior,
     GroupStats,
@@ -72,6 +73,15 @@ URL_ALPHA_SHAPE = 1.25
 #: (:meth:`.hierarchy.GammaPrior.with_mode_at_median`); only a URL's own prior is
 #: kept at shape > 1, for its MAP.
 POPULATION_MIN_SHAPE = 1e-6
+#: The prior of α/γ (dimensionless) where recall is the host's source's: with recall
+#: shared by the source, α = (1 − r)Δ = γ·p(1 − r)/r runs in proportion to γ.
+ALPHA_PER_SIGNAL = "alpha_per_signal"
+#: The keys of :class:`Priors`: the learned quantities and α per signal.
+PRIOR_KEYS = (*QUANTITIES, ALPHA_PER_SIGNAL)
+#: Largest squared coefficient of variation of θ among a host's URLs (its upper
+#: bound) at which signal quality is taken as the host's source's: the URLs agree
+#: on θ to within a CV of 0.45, and their prior at θ_h has shape ≥ 5.
+SOURCE_MAX_CV2 = 0.2
 
 
 def windows_end_to_end(
@@ -180,18 +190,22 @@ class History:
 @dataclass(frozen=True, slots=True)
 class Priors:
     """Gamma priors of m URLs: ``shape[q]`` and ``rate[q]`` are (m,) arrays for each
-    q in :data:`.hierarchy.QUANTITIES`."""
+    q in :data:`PRIOR_KEYS`; ``alpha_per_signal`` is NaN where a URL has none (its
+    α prior is ``alpha``'s)."""
 
     shape: dict[str, FloatArray]
     rate: dict[str, FloatArray]
 
     @classmethod
     def stack(cls, rows: Sequence[Prior4]) -> Priors:
-        """Arrays from one dict of priors per URL."""
+        """Arrays from one dict of priors per URL (NaN where a row lacks one)."""
+        nan = GammaPrior(math.nan, math.nan)
         return cls(
-            {q: np.array([r[q].shape for r in rows], dtype=np.float64) for q in QUANTITIES},
-            {q: np.array([r[q].rate for r in rows], dtype=np.float64) for q in QUANTITIES},
-        )
+            {q: np.array([r.get(q, nan).shape for r in rows], dtype=np.float64)
+             for q in PRIOR_KEYS},
+            {q: np.array([r.get(q, nan).rate for r in rows], dtype=np.float64)
+             for q in PRIOR_KEYS},
+        )  # fmt: skip
 
     def mean(self, quantity: str) -> FloatArray:
         return self.shape[quantity] / self.rate[quantity]
@@ -204,8 +218,27 @@ class Priors:
         )
 
     def row(self, i: int) -> Prior4:
-        """URL i's priors as :class:`GammaPrior` objects."""
-        return {q: GammaPrior(float(self.shape[q][i]), float(self.rate[q][i])) for q in QUANTITIES}
+        """URL i's priors as :class:`GammaPrior` objects (those it has)."""
+        return {
+            q: GammaPrior(float(self.shape[q][i]), float(self.rate[q][i]))
+            for q in PRIOR_KEYS
+            if not math.isnan(self.shape[q][i])
+        }
+
+    def alpha_given(self, signal_rate: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """α's prior (shape, rate), (m,) arrays, for URLs whose signals arrive at
+        ``signal_rate`` (1/s, (m,)): where a URL has an ``alpha_per_signal`` prior
+        and signals, α/γ follows it, so α's rate is its rate over γ; elsewhere
+        ``alpha``'s."""
+        if ALPHA_PER_SIGNAL not in self.shape:
+            return self.shape["alpha"], self.rate["alpha"]
+        shape, rate = self.shape[ALPHA_PER_SIGNAL], self.rate[ALPHA_PER_SIGNAL]
+        use = ~np.isnan(shape) & (signal_rate > 0)
+        g = np.where(use, signal_rate, 1.0)
+        return (
+            np.where(use, shape, self.shape["alpha"]),
+            np.where(use, rate / g, self.rate["alpha"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +291,8 @@ def estimate(
     history : History
         Their observations.
     priors : Priors
-        Their Gamma priors (α and θ shapes ≥ 1).
+        Their Gamma priors (α and θ shapes ≥ 1); where a URL has a prior on α/γ,
+        its α prior is that one at its estimated γ (:meth:`Priors.alpha_given`).
     alpha_theta : ((m,), (m,)) arrays, optional
         Known α (1/s) and θ: skip the outcome fit (events that bring no crawl
         outcome, clicks and signals, only move W and γ).
@@ -288,8 +322,7 @@ def estimate(
         n_obs = history.mask.sum(axis=1).astype(np.int64)
     else:
         fit = fit_outcomes(
-            history.tau, history.n, history.z, history.mask,
-            (priors.shape["alpha"], priors.rate["alpha"]),
+            history.tau, history.n, history.z, history.mask, priors.alpha_given(g),
             (priors.shape["theta"], priors.rate["theta"]),
         )  # fmt: skip
         alpha, theta, info, n_obs = fit.alpha, fit.theta, fit.alpha_info, fit.n_obs
@@ -313,6 +346,16 @@ def prior_chain(
     variance (:meth:`.hierarchy.GammaPrior.with_mode_at_median`), not at their mean,
     which a population spread over decades owes to its fastest members; θ's is weak
     (shape :data:`URL_THETA_SHAPE`).
+
+    Where the hosts' own outcomes show that signal quality belongs to each host's
+    source (paper 004 App. E; :func:`_source_shape`), θ's prior has its mode at the
+    host's pooled θ_h instead, as strong as the hosts' URLs agree on it.  Where
+    they show that α runs in proportion to γ among a host's URLs (a recall shared
+    by the source: α = (1 − r)Δ = γ·p(1 − r)/r;
+    :meth:`.hierarchy.GroupStats.alpha_follows_signals`), the chain also holds a
+    prior on α/γ (:data:`ALPHA_PER_SIGNAL`), its mode at the host's typical α̂/γ̂
+    (the geometric mean, shrunk towards the global one by ``pseudo_members``
+    URLs), which :func:`estimate` turns into α's prior at the URL's own γ̂.
     """
     out: Prior4 = {}
     for q in QUANTITIES:
@@ -326,9 +369,43 @@ def prior_chain(
     # which sits at the groups' typical member (the median of their spread)
     shape = min(max(out["alpha"].shape, URL_ALPHA_SHAPE), MAX_SHAPE)
     out["alpha"] = out["alpha"].with_mode_at_median(shape)
-    # θ: a weak prior (partial pooling)
-    out["theta"] = out["theta"].with_mode_at_median(URL_THETA_SHAPE)
+    source_shape = _source_shape(host_stats, global_stats)
+    if source_shape is None:
+        # θ: a weak prior at the groups' typical θ (partial pooling)
+        out["theta"] = out["theta"].with_mode_at_median(URL_THETA_SHAPE)
+    else:
+        # signal quality belongs to the host's source: θ at the host's pooled θ_h
+        th = host_stats.pooled_theta
+        out["theta"] = GammaPrior(source_shape, (source_shape - 1.0) / th)
+    if global_stats.alpha_follows_signals():
+        g, h = global_stats, host_stats
+        mean = g.sum_ln_alpha_per_signal / g.alpha_signal_pairs
+        per_signal = math.exp(
+            (h.sum_ln_alpha_per_signal + pseudo_members * mean)
+            / (h.alpha_signal_pairs + pseudo_members)
+        )
+        shape = out["alpha"].shape
+        out[ALPHA_PER_SIGNAL] = GammaPrior(shape, (shape - 1.0) / per_signal)
     return out
+
+
+def _source_shape(host: GroupStats, global_stats: GroupStats) -> float | None:
+    """The shape of a URL's θ prior at its host's θ_h, where signal quality is the
+    host's source's (None where it is not, or not yet known).
+
+    Signal quality is taken as the source's when θ's squared coefficient of
+    variation around each host's θ_h, pooled over all hosts (an upper bound, two
+    standard errors, :meth:`.hierarchy.GroupStats.theta_cv2`), is at most
+    :data:`SOURCE_MAX_CV2`, and the host has its θ_h; the shape is then 1/cv²
+    (at most MAX_SHAPE).
+    """
+    th = host.pooled_theta
+    if not (host.pooled_outcomes >= MIN_POOLED_OUTCOMES and th > 0):
+        return None
+    cv2 = global_stats.theta_cv2(z=2.0)
+    if not cv2 <= SOURCE_MAX_CV2:
+        return None
+    return min(1.0 / cv2, MAX_SHAPE) if cv2 > 0 else MAX_SHAPE
 
 
 def given_priors(
@@ -401,8 +478,8 @@ def given_priors_many(
                       (weight, change_rate, recall, false_signal_rate)])  # fmt: skip
     if np.isinf(given).any():
         raise ParameterError("given values must be finite")
-    shape = {q: chains.shape[q].copy() for q in QUANTITIES}
-    rate = {q: chains.rate[q].copy() for q in QUANTITIES}
+    shape = {q: v.copy() for q, v in chains.shape.items()}
+    rate = {q: v.copy() for q, v in chains.rate.items()}
     has = ~np.isnan(given)
     w, d, r, n = given
     sel = has[0] & (w > 0)
@@ -418,6 +495,8 @@ def given_priors_many(
         alpha = (1.0 - rec) * delta
         theta = np.where(nu > 0, -np.log(nu / gamma), 20.0)
     rows = has[1:].any(axis=0)
+    if ALPHA_PER_SIGNAL in shape:  # a given Δ, recall or ν sets α's prior itself
+        shape[ALPHA_PER_SIGNAL][rows] = rate[ALPHA_PER_SIGNAL][rows] = math.nan
     big = max(strength, 1.5)
     set_alpha = rows & (alpha > 0) & np.isfinite(alpha)
     shape["alpha"][set_alpha] = big

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import (
     MAX_SHAPE,
+    MIN_EVIDENCE_DOF,
     QUANTITIES,
+    TUPLE_LENGTH,
     GammaPrior,
     GroupStats,
     Moments,
@@ -74,19 +77,31 @@ def test_moments_without_a_positive_mean_give_nothing_and_spread_has_a_floor() -
 def test_group_stats_round_trip_and_sums() -> None:
     stats = GroupStats(
         tuple(moments_of(np.arange(1.0, 4.0) * (k + 1), [0.01] * 3) for k in range(4)),  # type: ignore[arg-type]
-        0.7,
-        42.0,
-    )
+        0.7, 42.0, 3.0, 12.0, 50.0, 20.0, 8.0, 49.0, -30.0, 50.0,
+    )  # fmt: skip
     values = stats.to_tuple()
-    assert len(values) == 18
+    assert len(values) == TUPLE_LENGTH == 26
     assert GroupStats.from_tuple(values) == stats
     assert GroupStats.from_tuple(None) == GroupStats()
-    assert GroupStats.from_tuple(values[:17]) == GroupStats()
+    assert GroupStats.from_tuple(values[:18]) == GroupStats()  # an earlier layout
     assert stats.of("theta") == stats.moments[QUANTITIES.index("theta")]
     summed = stats + stats
     assert summed.of("alpha").n == 6.0 and summed.of("alpha").s1 == 2 * stats.of("alpha").s1
-    # a sum of groups is no signal source: it carries no pooled θ
+    # a sum of groups is no signal source: it carries no pooled θ; the evidence on
+    # how θ and α vary within hosts adds up
     assert math.isnan(summed.pooled_theta) and summed.pooled_outcomes == 0.0
+    assert summed.to_tuple()[18:] == tuple(2 * v for v in values[18:])
+    assert summed.theta_cv2() == stats.theta_cv2() == 3.0 / 12.0
+    # an upper bound two standard errors up: Q's null variance is 2 × 50
+    assert stats.theta_cv2(z=2.0) == pytest.approx((3.0 + 2.0 * math.sqrt(100.0)) / 12.0)
+    assert math.isnan(GroupStats().theta_cv2())
+    # too few URLs beyond one a host to tell
+    assert math.isnan(replace(stats, theta_dof=MIN_EVIDENCE_DOF - 1.0).theta_cv2())
+    # α's spread in proportion to γ (8 over 49 dof) against alone (20): by more than
+    # two standard errors of a log variance, ln(20/8) = 0.92 > 2√(2/49) = 0.40
+    assert stats.alpha_follows_signals()
+    assert not replace(stats, ss_ln_alpha=8.0 * math.exp(0.39)).alpha_follows_signals()
+    assert not replace(stats, alpha_signal_dof=MIN_EVIDENCE_DOF - 1.0).alpha_follows_signals()
 
 
 def test_shrink_without_members_is_the_parent() -> None:
