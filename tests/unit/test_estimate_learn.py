@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+from signal_sources import host_events
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import QUANTITIES, GammaPrior, GroupStats, moments_of, shrink
@@ -38,7 +39,6 @@ from scheduler_core.estimate.members import (
     members,
     weak_alpha_prior,
 )
-from scheduler_core.estimate.rates import add_event, decayed_count, decayed_exposure
 from scheduler_core.params import MAX_RECALL_WITH_FALSE_SIGNALS, FloatArray
 
 DAY = 86_400.0
@@ -324,33 +324,9 @@ def test_weak_alpha_prior_has_its_mode_at_the_mean_interval() -> None:
 def signal_host_events(
     seed: int, precision: float, recall: float, m: int = 100, k: int = 50
 ) -> tuple[FloatArray, History]:
-    """A host of m URLs crawled every τ = 1/Δ, with event times: changes Poisson(Δ),
-    each announced (a signal at the change) with probability r, false signals
-    Poisson(ν = γ(1 − p)), γ = rΔ/p.  The decayed signal counts are folded with
-    add_event, as the stores do."""
+    """A host of m URLs of one signal source (:func:`signal_sources.host_events`)."""
     rng = np.random.default_rng(seed)
-    delta = rng.uniform(0.2, 1.0, m) / DAY
-    nu = recall * delta / precision * (1 - precision)
-    span = k / delta
-    now = float(span.max())
-    start = now - span
-    outcomes, signal_counts = [], []
-    for i in range(m):
-        changes = rng.uniform(start[i], now, rng.poisson(delta[i] * span[i]))
-        announced = changes[rng.random(changes.size) < recall]
-        false = rng.uniform(start[i], now, rng.poisson(nu[i] * span[i]))
-        signals = rng.permutation(np.concatenate([announced, false]))  # any arrival order
-        mass, ref = 0.0, None
-        for t in signals.tolist():
-            mass, ref = add_event(mass, ref, t, DECAY_S)
-        signal_counts.append(decayed_count(mass, math.nan if ref is None else ref, now, DECAY_S)[0])
-        edges = start[i] + np.arange(k + 1) / delta[i]
-        n = np.histogram(signals, edges)[0]
-        z = np.histogram(changes, edges)[0] > 0
-        outcomes.append([(1 / delta[i], int(c), bool(c2)) for c, c2 in zip(n, z, strict=True)])
-    exposure = decayed_exposure(start, now, DECAY_S)
-    h = History.create([0.0] * m, signal_counts, exposure.tolist(), outcomes)
-    return delta, h
+    return host_events(rng, np.full(m, precision), np.full(m, recall), k)
 
 
 @pytest.mark.parametrize(("precision", "recall"), [(0.7, 0.6), (0.4, 0.9), (0.9, 0.3)])
