@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from collections.abc import Iterator
@@ -89,6 +90,14 @@ def own_and_redis_cpu_s(redis_pid: int) -> float:
     bench subtracts from :func:`machine_busy_seconds` to get the others' load."""
     fields = Path(f"/proc/{redis_pid}/stat").read_text().rsplit(")", 1)[1].split()
     return time.process_time() + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rounds_summary(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    """Per name: the least, the median and every round's figure (a bench's rounds
+    alternate their variants; the least is the one least disturbed by the machine)."""
+    return {
+        k: {"min": min(v), "median": statistics.median(v), "all": v} for k, v in samples.items()
+    }
 
 
 @dataclass

@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import os
 import random
-import statistics
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -45,7 +44,7 @@ from rich.table import Table
 
 from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
 from raw_redis import RAW_DB, RAW_DISPATCH_LUA, RAW_EVENTS_LUA, RECORD_BYTES
-from sampling import machine_busy_seconds, own_and_redis_cpu_s, show_and_save
+from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
 from service.app import open_store
 from service.clock import SystemClock
 from service.metrics import Metrics
@@ -175,8 +174,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
         "repeats": args.repeats, "others_cpu_share": others,
-        "per_unit_us": {k: {"min": min(v), "median": statistics.median(v), "all": v}
-                        for k, v in per_unit.items()},
+        "per_unit_us": rounds_summary(per_unit),
     }  # fmt: skip
 
 

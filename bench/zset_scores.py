@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 import redis
 from rich.table import Table
 
-from sampling import machine_busy_seconds, own_and_redis_cpu_s, show_and_save
+from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
 from service.store.redis.local import LocalRedis
 
 # KEYS[1] the zset; ARGV: members, moves, scale (1: seconds, 1e6: whole µs)
@@ -80,8 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "members": args.members, "moves": args.moves, "repeats": args.repeats,
         "others_cpu_share": others, "encoding": encoding,
-        "per_zadd_us": {k: {"min": min(v), "median": statistics.median(v), "all": v}
-                        for k, v in per_zadd.items()},
+        "per_zadd_us": rounds_summary(per_zadd),
     }  # fmt: skip
 
 

@@ -229,7 +229,8 @@ class Priors:
         """α's prior (shape, rate), (m,) arrays, for URLs whose signals arrive at
         ``signal_rate`` (1/s, (m,)): where a URL has an ``alpha_per_signal`` prior
         and signals, α/γ follows it, so α's rate is its rate over γ; elsewhere
-        ``alpha``'s."""
+        ``alpha``'s.  Source: docs/model.md, "Signal quality per source"
+        (α = (1 − r)Δ = γ·p(1 − r)/r where the source's recall is shared)."""
         if ALPHA_PER_SIGNAL not in self.shape:
             return self.shape["alpha"], self.rate["alpha"]
         shape, rate = self.shape[ALPHA_PER_SIGNAL], self.rate[ALPHA_PER_SIGNAL]
