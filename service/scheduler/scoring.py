@@ -17,6 +17,7 @@ __all__ = [
     "due_by_revisit_cap",
     "effective_elapsed",
     "freshness_at",
+    "observed_values",
     "params_of",
     "thresholds",
     "values_at",
@@ -135,6 +136,45 @@ def values_of_columns(state: npt.NDArray[Any], now: float, terms: int | None) ->
     never = np.isnan(last)
     elapsed = np.maximum(now - np.where(never, now, last), 0.0) + _shift(state)
     return crawl_value(params, np.where(never, np.inf, elapsed), terms=terms)
+
+
+def observed_values(
+    state: npt.NDArray[Any], now: float, terms: int | None, values: FloatArray
+) -> FloatArray:
+    """The crawl value a dispatch at ``now`` tells the multiplier estimates, shape
+    (m,): ``values`` (V(τeff), from :func:`values_of_columns`), except for a URL that
+    came due at its last signal (its value jumped past the threshold ι it was scored
+    for, by up to β), which counts as V(ι + now − t_signal): the value it would hold
+    had it reached ι at the signal and aged since.  Columns as for
+    :func:`values_of_columns`; times Unix s.
+
+    At the optimum a URL is dispatched when its value reaches Λ (MATH.md,
+    "Estimating the multipliers online"); one a signal made due passed Λ in a jump
+    whose height the signal's β sets, not Λ, and counted at its value it pulls the
+    estimate of Λ up (docs/model.md, "From values to decisions").  The time it then
+    waited for the budget is kept: that is evidence about λ₀.
+    """
+    last, thr, lsig = state["last_crawl_at"], state["threshold_s"], state["last_signal_at"]
+    n = state["signals_since_crawl"].astype(np.float64)
+    beta = state["signal_time_equivalent_s"]
+    after = _shift(state)  # β·n
+    before = np.zeros(len(state))  # β·(n − 1)
+    np.multiply(beta, n - 1.0, out=before, where=n > 1)
+    with np.errstate(invalid="ignore"):
+        # due by value was last + ι − β(n − 1) before the last signal, last + ι − βn after
+        jumped = (
+            (n > 0) & np.isfinite(thr) & (lsig > last)
+            & (last + thr - before > lsig) & (last + thr - after <= lsig)
+        )  # fmt: skip
+    if not jumped.any():
+        return values
+    pick = state[jumped].copy()
+    # V(ι + now − t_signal): as if crawled at t_signal − ι, with no signal since
+    pick["last_crawl_at"] = pick["last_signal_at"] - pick["threshold_s"]
+    pick["signals_since_crawl"] = 0
+    out = values.copy()
+    out[jumped] = values_of_columns(pick, now, terms)
+    return out
 
 
 def due_by_revisit_cap(state: npt.NDArray[Any], max_revisit_s: float) -> npt.NDArray[np.bool_]:
