@@ -8,7 +8,7 @@ from typing import NamedTuple
 from scheduler_core.params import FloatArray
 from service.errors import InvalidInput
 from service.scheduler.context import Context
-from service.scheduler.scoring import due_by_revisit_cap, observed_values, values_of_columns
+from service.scheduler.scoring import due_by_revisit_cap, values_and_observed
 from service.store.base import DispatchObservation
 from service.store.columns import LeaseColumns
 
@@ -55,8 +55,7 @@ async def dispatch(
         cols = await ctx.store.lease_columns(ctx.clock, n, ttl, s.dispatch_ahead)
     else:
         cols = await ctx.store.lease_host(ctx.clock, host, ttl, s.dispatch_ahead)
-    values = values_of_columns(cols.state, cols.now, s.value_terms)
-    told = observed_values(cols.state, cols.now, s.value_terms, values)
+    values, told = values_and_observed(cols.state, cols.now, s.value_terms)
     logs = [math.log(v) if v > 0 else -math.inf for v in told.tolist()]
     counted = (~due_by_revisit_cap(cols.state, s.max_revisit_s)).tolist()
     gated = cols.gated.tolist()

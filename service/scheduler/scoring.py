@@ -17,9 +17,9 @@ __all__ = [
     "due_by_revisit_cap",
     "effective_elapsed",
     "freshness_at",
-    "observed_values",
     "params_of",
     "thresholds",
+    "values_and_observed",
     "values_at",
     "values_of_columns",
 ]
@@ -138,15 +138,16 @@ def values_of_columns(state: npt.NDArray[Any], now: float, terms: int | None) ->
     return crawl_value(params, np.where(never, np.inf, elapsed), terms=terms)
 
 
-def observed_values(
-    state: npt.NDArray[Any], now: float, terms: int | None, values: FloatArray
-) -> FloatArray:
-    """The crawl value a dispatch at ``now`` tells the multiplier estimates, shape
-    (m,): ``values`` (V(τeff), from :func:`values_of_columns`), except for a URL that
-    came due at its last signal (its value jumped past the threshold ι it was scored
-    for, by up to β), which counts as V(ι + now − t_signal): the value it would hold
-    had it reached ι at the signal and aged since.  Columns as for
-    :func:`values_of_columns`; times Unix s.
+def values_and_observed(
+    state: npt.NDArray[Any], now: float, terms: int | None
+) -> tuple[FloatArray, FloatArray]:
+    """The crawl value of each URL at ``now``, V(τeff) as :func:`values_of_columns`
+    gives it, and the value its dispatch tells the multiplier estimates, shape (m,)
+    each.  The second is the first, except for a URL that came due at its last
+    signal (its value jumped past the threshold ι it was scored for, by up to β),
+    which counts as V(ι + now − t_signal): the value it would hold had it reached ι
+    at the signal and aged since.  Columns as for :func:`values_of_columns`; times
+    Unix s.  Both come from one evaluation of V (its cost is mostly per call).
 
     At the optimum a URL is dispatched when its value reaches Λ (MATH.md,
     "Estimating the multipliers online"); one a signal made due passed Λ in a jump
@@ -167,14 +168,17 @@ def observed_values(
             & (last + thr - before > lsig) & (last + thr - after <= lsig)
         )  # fmt: skip
     if not jumped.any():
-        return values
+        values = values_of_columns(state, now, terms)
+        return values, values
     pick = state[jumped].copy()
     # V(ι + now − t_signal): as if crawled at t_signal − ι, with no signal since
     pick["last_crawl_at"] = pick["last_signal_at"] - pick["threshold_s"]
     pick["signals_since_crawl"] = 0
-    out = values.copy()
-    out[jumped] = values_of_columns(pick, now, terms)
-    return out
+    both = values_of_columns(np.concatenate([state, pick]), now, terms)
+    values = both[: len(state)]
+    observed = values.copy()
+    observed[jumped] = both[len(state) :]
+    return values, observed
 
 
 def due_by_revisit_cap(state: npt.NDArray[Any], max_revisit_s: float) -> npt.NDArray[np.bool_]:

@@ -1,4 +1,4 @@
-"""The value a dispatch tells the multiplier estimates (scoring.observed_values): a
+"""The value a dispatch tells the multiplier estimates (scoring.values_and_observed): a
 URL that came due at its last signal counts as if it had reached its threshold ι
 at the signal and aged since; any other URL counts at its value now."""
 
@@ -12,7 +12,7 @@ import pytest
 from scheduler_core.params import UrlParams
 from scheduler_core.threshold import threshold_for_value
 from scheduler_core.value import crawl_value
-from service.scheduler.scoring import observed_values, values_of_columns
+from service.scheduler.scoring import values_and_observed, values_of_columns
 from service.store.columns import URL_COLUMNS
 
 DAY = 86_400.0
@@ -52,7 +52,9 @@ def _v(elapsed: float) -> float:
 
 
 def _observed(row: np.ndarray) -> float:
-    return float(observed_values(row, NOW, None, values_of_columns(row, NOW, None))[0])
+    values, observed = values_and_observed(row, NOW, None)
+    assert values.tolist() == values_of_columns(row, NOW, None).tolist()
+    return float(observed[0])
 
 
 def test_the_world_is_one_where_a_signal_jumps_the_value() -> None:
@@ -114,5 +116,23 @@ def test_a_proving_signal_counts_from_the_signal() -> None:
 def test_never_crawled_and_never_worth_a_crawl_count_at_their_value() -> None:
     rows = np.concatenate([_row(math.nan, 1, NOW - 60.0), _row(NOW - 1e5, 1, NOW - 60.0)])
     rows["threshold_s"][1] = math.inf
-    values = values_of_columns(rows, NOW, None)
-    assert np.array_equal(observed_values(rows, NOW, None, values), values)
+    values, observed = values_and_observed(rows, NOW, None)
+    assert np.array_equal(observed, values)
+    assert np.array_equal(values, values_of_columns(rows, NOW, None))
+
+
+def test_a_mixed_batch_gives_each_url_what_it_gives_alone() -> None:
+    iota, beta = _iota(), _beta()
+    rows = np.concatenate(
+        [
+            _row(NOW - iota + 0.5 * beta - 600.0, 1, NOW - 600.0),  # due at its signal
+            _row(NOW - iota - 0.2 * DAY, 0, math.nan),  # due by time
+            _row(NOW - 0.5 * iota, 1, NOW - 60.0, beta=math.inf),  # a proving signal
+            _row(NOW - iota + 3.0 * beta, 1, NOW - 60.0),  # not yet due
+        ]
+    )
+    values, observed = values_and_observed(rows, NOW, None)
+    assert values.tolist() == values_of_columns(rows, NOW, None).tolist()
+    alone = [_observed(rows[i : i + 1]) for i in range(len(rows))]
+    assert observed.tolist() == pytest.approx(alone, rel=1e-12)
+    assert [o < v for o, v in zip(observed, values, strict=True)] == [True, False, True, False]
