@@ -56,10 +56,11 @@ class DispatchResult:
 
 
 async def dispatch_closed(
-    base: str, cfg: Config, seconds: float, pool: list[tuple[str, str]]
+    base: str, cfg: Config, seconds: float, pool: list[tuple[str, str]], most: int | None = None
 ) -> DispatchResult:
-    """``workers`` connections call GET /next?n=… back to back for ``seconds``; the
-    leases go to ``pool``."""
+    """``workers`` connections call GET /next?n=… back to back for ``seconds``, or until
+    ``most`` URLs are leased (the phase after needs URLs to lease: a frontier leased
+    out answers empty, fast); the leases go to ``pool``."""
     urls = requests = short = 0
     latencies: list[float] = []
     conns = [await HttpConnection.open(base) for _ in range(cfg.workers)]
@@ -69,7 +70,7 @@ async def dispatch_closed(
 
     async def worker(conn: HttpConnection) -> None:
         nonlocal urls, requests, short
-        while time.perf_counter() < stop_at:
+        while time.perf_counter() < stop_at and (most is None or urls < most):
             t = time.perf_counter()
             leases = json.loads(await conn.request("GET", path))["leases"]
             latencies.append(time.perf_counter() - t)
@@ -96,6 +97,13 @@ class LatencyResult:
     seconds: float
     urls: int
     latencies: list[float]
+    asked: int  # URLs the requests asked for (sent × n)
+
+    @property
+    def full(self) -> bool:
+        """Whether the answers leased what was asked (at least 95%): latencies of
+        empty answers are not dispatch latencies."""
+        return self.urls >= 0.95 * self.asked
 
     def p(self, q: float) -> float:
         """Latency quantile, ms."""
@@ -133,7 +141,7 @@ async def dispatch_open(
         elapsed = time.perf_counter() - t0
     finally:
         await http.close()
-    return LatencyResult(rate, total, elapsed, urls, latencies)
+    return LatencyResult(rate, total, elapsed, urls, latencies, total * cfg.n)
 
 
 async def top_up(base: str, cfg: Config, pool: list[tuple[str, str]]) -> int:

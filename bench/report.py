@@ -127,8 +127,13 @@ def build_table(rep: Report) -> Table:
         )
     lat = rep.latency
     if lat is not None:
+        short = (
+            ""
+            if lat.full
+            else (f"; only {lat.urls:,} of the {lat.asked:,} URLs asked: not a dispatch latency")
+        )
         for q in (0.5, 0.99):
-            ok = q < 0.9 or lat.p(q) <= TARGETS["p99_ms"]
+            ok = q < 0.9 or (lat.full and lat.p(q) <= TARGETS["p99_ms"])
             t.add_row(
                 f"(c) /next p{round(q * 100)} at half load (ms)",
                 f"{lat.p(q):,.1f}",
@@ -136,7 +141,7 @@ def build_table(rep: Report) -> Table:
                 verdict(ok) if q > 0.9 else "",
                 "", "",
                 f"open loop {lat.rate:,.1f} req/s ({lat.sent} requests, "
-                f"{lat.urls / lat.seconds:,.0f} URLs/s); {rep.notes['latency']}"
+                f"{lat.urls / lat.seconds:,.0f} URLs/s{short}); {rep.notes['latency']}"
                 if q > 0.9 else "",
             )  # fmt: skip
     mix = rep.events.get("mix")
@@ -248,7 +253,15 @@ def report_json(rep: Report) -> dict[str, Any]:
         },
         "latency_half_load": None
         if lat is None
-        else {"rate": lat.rate, "sent": lat.sent, "p50_ms": lat.p(0.5), "p99_ms": lat.p(0.99)},
+        else {
+            "rate": lat.rate,
+            "sent": lat.sent,
+            "urls": lat.urls,
+            "asked": lat.asked,
+            "full": lat.full,
+            "p50_ms": lat.p(0.5),
+            "p99_ms": lat.p(0.99),
+        },  # fmt: skip
         "events": {
             k: {
                 "events_per_s": v.rate,

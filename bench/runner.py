@@ -165,7 +165,9 @@ async def run(cfg: Config, console: Console) -> Report:
                 f"scored {rep.scoring[1]:.1f} s later"
             )
             with py_spy(api_pid, cfg.profile, "dispatch", cfg.seconds), meter.window():
-                rep.dispatch = await dispatch_closed(base, cfg, cfg.seconds, pool)
+                # at most half of what is left, so that (c) has URLs to lease
+                most = (cfg.urls - len(pool)) // 2
+                rep.dispatch = await dispatch_closed(base, cfg, cfg.seconds, pool, most)
             rep.keep("dispatch", meter, rep.dispatch.urls, "URL")
             if on_redis:
                 rep.mem_dispatched = used_memory(admin)

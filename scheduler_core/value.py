@@ -65,6 +65,10 @@ _SERIES_MAX = 2.0
 _SERIES_TERMS = 30
 #: Rows evaluated at once (bounds memory at rows × points floats).
 _CHUNK_ROWS = 8192
+#: Rows whose windows have similar numbers of points share one (rows, points) grid;
+#: the groups of a few rows are merged while that adds at most this many cells of
+#: zeros (a grid costs tens of µs to set up whatever its size, a cell tens of ns).
+_MERGE_CELLS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,21 +157,36 @@ def _windowed_sum(
     total = _geometric(k_lo, log_q)  # terms k < k_lo are R^k = 1
     stride = np.maximum(np.ceil(n_window / MAX_WINDOW_POINTS), 1.0)
     points = np.ceil(n_window / stride)
-    # Rows with similar window sizes share one (rows, points) grid.
-    bucket = np.ceil(np.log2(np.maximum(points, 1.0)))
-    for b in np.unique(bucket[points > 0]):
-        rows = np.flatnonzero((bucket == b) & (points > 0))
+    for rows, width in _grids(points):
         total[rows] += _window_terms(
-            rate[rows],
-            iota[rows],
-            beta[rows],
-            log_q[rows],
-            k_lo[rows],
-            k_hi[rows],
-            stride[rows],
-            int(points[rows].max()),
-        )
+            rate[rows], iota[rows], beta[rows], log_q[rows], k_lo[rows], k_hi[rows],
+            stride[rows], width,
+        )  # fmt: skip
     return total
+
+
+def _grids(points: FloatArray) -> list[tuple[np.ndarray, int]]:
+    """The (rows, width) grids that cover the rows with ``points`` > 0: rows whose
+    window sizes lie within a factor 2 share one grid as wide as their largest
+    window, and consecutive grids merge while the merge adds at most
+    :data:`_MERGE_CELLS` cells (a cell beyond a row's window holds 0, so a row's sum
+    does not depend on its grid's width but at the last bit)."""
+    live = np.flatnonzero(points > 0)
+    if live.size == 0:
+        return []
+    order = live[np.argsort(points[live], kind="stable")]
+    bucket = np.ceil(np.log2(points[order]))
+    cuts = np.flatnonzero(np.diff(bucket)) + 1
+    grids: list[tuple[np.ndarray, int]] = []
+    for rows in np.split(order, cuts):
+        width = int(points[rows[-1]])
+        if grids:
+            prev, prev_width = grids[-1]
+            if prev.size * (width - prev_width) <= _MERGE_CELLS:
+                grids[-1] = (np.concatenate([prev, rows]), width)
+                continue
+        grids.append((rows, width))
+    return grids
 
 
 def _window_terms(
@@ -213,9 +232,15 @@ def _interval_and_fresh_time(
             k_max = np.floor(np.where(np.isinf(sub.beta), 0.0, it / sub.beta))
         if terms is not None:
             k_max = np.minimum(k_max, float(terms - 1))
-        zeros = np.zeros(idx.size)
-        psi[idx] = _windowed_sum(sub.gamma, it, sub.beta, k_max, zeros) / sub.gamma
-        fresh[idx] = _windowed_sum(sub.total_rate, it, sub.beta, k_max, sub.log_q) / sub.total_rate
+        # ψ's sum (rate γ, q = 1) and w's (rate Δ + ν, q = ν/(Δ + ν)) in one pass
+        n = idx.size
+        both = _windowed_sum(
+            np.concatenate([sub.gamma, sub.total_rate]), np.concatenate([it, it]),
+            np.concatenate([sub.beta, sub.beta]), np.concatenate([k_max, k_max]),
+            np.concatenate([np.zeros(n), sub.log_q]),
+        )  # fmt: skip
+        psi[idx] = both[:n] / sub.gamma
+        fresh[idx] = both[n:] / sub.total_rate
     return psi, fresh
 
 
@@ -286,13 +311,10 @@ def _short_value(alpha: FloatArray, gamma: FloatArray, iota: FloatArray) -> Floa
     total = alpha + gamma
     x = total * iota
     g = gamma / total
-    acc = np.zeros(iota.shape)
-    s_k = np.ones(iota.shape)  # S_k
-    coef = x / 2.0  # x^k/(k+1)!
-    for k in range(1, _SERIES_TERMS + 1):
-        acc += coef * s_k
-        s_k = g * s_k + 1.0
-        coef = coef * x / (k + 2)
+    k = np.arange(1, _SERIES_TERMS + 1, dtype=np.float64)
+    coef = np.cumprod(x[:, None] / (k + 1.0), axis=1)  # x^k/(k+1)!, (n, terms)
+    s_k = np.cumsum(g[:, None] ** (k - 1.0), axis=1)  # S_k = Σ_{j<k} g^j
+    acc = (coef * s_k).sum(axis=1)
     return np.asarray(np.exp(-x) * (alpha / total) * iota * acc, dtype=np.float64)
 
 
