@@ -169,8 +169,8 @@ def _grids(points: FloatArray) -> list[tuple[np.ndarray, int]]:
     """The (rows, width) grids that cover the rows with ``points`` > 0: rows whose
     window sizes lie within a factor 2 share one grid as wide as their largest
     window, and consecutive grids merge while the merge adds at most
-    :data:`_MERGE_CELLS` cells (a cell beyond a row's window holds 0, so a row's sum
-    does not depend on its grid's width but at the last bit)."""
+    :data:`_MERGE_CELLS` cells (a cell beyond a row's window holds 0, and the sums
+    run in order: a row's sum does not depend on its grid's width)."""
     live = np.flatnonzero(points > 0)
     if live.size == 0:
         return []
@@ -199,18 +199,21 @@ def _window_terms(
     stride: FloatArray,
     points: int,
 ) -> FloatArray:
-    """Σ_{k=k_lo}^{k_hi} q^k R^k(rate·(ι − kβ)), blockwise with ``stride`` terms a block."""
-    j = np.arange(points, dtype=np.float64)
-    k0 = k_lo[:, None] + j[None, :] * stride[:, None]
-    count = np.clip(np.minimum(stride[:, None], k_hi[:, None] - k0 + 1.0), 0.0, None)
+    """Σ_{k=k_lo}^{k_hi} q^k R^k(rate·(ι − kβ)), blockwise with ``stride`` terms a block.
+
+    The grid is (points, rows): a row's terms run down a column, and the sum over the
+    first axis adds them in order, so the zeros past a row's window change nothing (a
+    row's sum does not depend on its grid's width, nor then on its batch-mates)."""
+    j = np.arange(points, dtype=np.float64)[:, None]
+    k0 = k_lo + j * stride
+    count = np.clip(np.minimum(stride, k_hi - k0 + 1.0), 0.0, None)
     k_mid = k0 + np.maximum(count - 1.0, 0.0) / 2.0
     with np.errstate(invalid="ignore"):
-        shift = np.where(k_mid == 0, 0.0, k_mid * beta[:, None])
-    x = np.maximum(rate[:, None] * (iota[:, None] - shift), 0.0)
-    lq = log_q[:, None]
-    block = _power(k0, lq) * _geometric(count, lq)
+        shift = np.where(k_mid == 0, 0.0, k_mid * beta)
+    x = np.maximum(rate * (iota - shift), 0.0)
+    block = _power(k0, log_q) * _geometric(count, log_q)
     terms = np.where(count > 0, block * gammainc(k_mid + 1.0, x), 0.0)
-    return np.asarray(terms.sum(axis=1), dtype=np.float64)
+    return np.asarray(terms.sum(axis=0), dtype=np.float64)
 
 
 def _interval_and_fresh_time(

@@ -191,6 +191,26 @@ def test_wide_windows_are_summed_blockwise() -> None:
     assert crawl_value(p, tau)[0] == pytest.approx(greedy, rel=1e-3)
 
 
+def test_a_batch_gives_each_url_what_it_gives_alone() -> None:
+    """Rows share summation grids (merged while small): a row's value must not depend
+    on its batch-mates' window sizes, from a few points to blockwise windows, nor on
+    its place in the batch, to the last bit."""
+    rng = np.random.default_rng(7)
+    m = 60
+    p = UrlParams.create(
+        weight=rng.uniform(0.1, 2.0, m),
+        change_rate=np.exp(rng.uniform(-7.0, 0.0, m)),
+        recall=np.concatenate([rng.uniform(0.0, 1.0, m - 10), np.full(10, 1e-4)]),
+        false_signal_rate=np.exp(rng.uniform(-3.0, 0.5, m)),
+    )
+    tau = np.exp(rng.uniform(-1.0, 13.0, m))  # γι from ~0.01 to ~1e6: 1 to 512 points
+    batch = crawl_value(p, tau)
+    alone = np.array([crawl_value(p.take([i]), tau[i : i + 1])[0] for i in range(m)])
+    assert batch.tolist() == alone.tolist()
+    for order in (rng.permutation(m), np.arange(m)[::-1]):
+        assert crawl_value(p.take(order), tau[order]).tolist() == batch[order].tolist()
+
+
 def test_frequency_and_freshness_limits() -> None:
     p = one(1.0, 0.5, 0.5, 0.2)
     assert crawl_frequency(p, INF)[0] == 0.0
