@@ -28,6 +28,7 @@ __all__ = [
     "LOG_LEVELS",
     "LogFormat",
     "LogLevel",
+    "StderrHandler",
     "configure_structlog",
     "formatter",
     "logging_config",
@@ -109,6 +110,20 @@ def formatter(fmt: str = "auto") -> logging.Formatter:
     return structlog.stdlib.ProcessorFormatter(processors=render, foreign_pre_chain=_SHARED)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler on standard error as it is when a record is emitted, not as
+    it was when logging was configured: a record still reaches stderr after
+    ``sys.stderr`` is replaced (a test's capture, a supervisor's redirection) and
+    never goes to a stream closed since."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr  # under the handler's lock (Handler.handle)
+        super().emit(record)
+
+
 def logging_config(level: str = "info", fmt: str = "auto") -> dict[str, Any]:
     """A :func:`logging.config.dictConfig` mapping: every logger (uvicorn's, the
     service's, structlog's) to stderr through one :func:`formatter`.
@@ -132,13 +147,7 @@ def logging_config(level: str = "info", fmt: str = "auto") -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"structlog": {"()": formatter, "fmt": fmt}},
-        "handlers": {
-            "default": {
-                "class": "logging.StreamHandler",
-                "formatter": "structlog",
-                "stream": "ext://sys.stderr",
-            }
-        },
+        "handlers": {"default": {"()": StderrHandler, "formatter": "structlog"}},
         "root": {"handlers": ["default"], "level": level.upper()},
         # uvicorn's own loggers: no handlers of their own, through the root's
         "loggers": {

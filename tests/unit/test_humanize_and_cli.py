@@ -4,7 +4,11 @@ logging options."""
 from __future__ import annotations
 
 import doctest
+import io
+import logging
+import logging.config
 import math
+import sys
 
 import pytest
 
@@ -57,6 +61,29 @@ def test_bad_log_options_are_usage_errors(
 ) -> None:
     assert main(["serve", *option]) == 2
     assert option[0] in capsys.readouterr().err
+
+
+def test_logs_go_to_stderr_as_it_is_when_they_are_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Configured while stderr was one stream, logging follows stderr when it is
+    replaced, and writes nothing to the old stream once that is closed."""
+    first, second = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    monkeypatch.setattr(sys, "stderr", first)
+    try:
+        logging.config.dictConfig(logs.logging_config("info", "json"))
+        logging.getLogger("crawlsched.test").info("one")
+        assert '"event": "one"' in first.getvalue()
+        first.close()
+        monkeypatch.setattr(sys, "stderr", second)
+        logging.getLogger("crawlsched.test").info("two")  # a closed stream would raise
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert '"event": "two"' in second.getvalue()
+    assert '"event": "one"' not in second.getvalue()
 
 
 def test_logging_config_refuses_unknown_levels_and_formats() -> None:
