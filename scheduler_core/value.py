@@ -63,8 +63,9 @@ MAX_WINDOW_POINTS = 512
 #: Largest (Δ+ν)ι summed by the short-time series, and its number of terms.
 _SERIES_MAX = 2.0
 _SERIES_TERMS = 30
-#: Rows evaluated at once (bounds memory at rows × points floats).
-_CHUNK_ROWS = 8192
+#: Rows evaluated at once; each is two windowed sums (ψ's and w's), so this bounds
+#: memory at 2 × rows × points floats.
+_CHUNK_ROWS = 4096
 #: Rows whose windows have similar numbers of points share one (rows, points) grid;
 #: the groups of a few rows are merged while that adds at most this many cells of
 #: zeros (a grid costs tens of µs to set up whatever its size, a cell tens of ns).
