@@ -121,6 +121,7 @@ async def _dispatch_cpu(rng: np.random.Generator, urls: int, hosts: int) -> tupl
 
 
 def main() -> None:
+    """Time V, V⁻¹ and the dispatch use case; print the table, write the JSON."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
