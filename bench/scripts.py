@@ -21,10 +21,14 @@ registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
 Each figure is Redis's ``EVALSHA`` time (``INFO commandstats``) over the round ÷ the
 units; the table gives the minimum and the median over the rounds, ours ÷ raw, and
 the machine's other load (share of one core, ``/proc/stat`` minus this process and
-Redis) during the run.
+Redis) during the run.  With ``--meter instructions`` Redis runs under valgrind's
+callgrind (:mod:`callgrind`) and each figure is the instructions Redis executed in
+scripts per unit instead: a count that does not move with the machine's load, for
+judging a change to a script (Redis then runs some 40 × slower: use a small store).
 
 ``python bench/scripts.py [--urls 300000] [--hosts 3000] [--repeats 8] [--json out.json]``
-(~2 min).
+(~2 min); ``python bench/scripts.py --meter instructions --urls 20000 --hosts 200
+--calls 10 --repeats 2`` (~3 min).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -42,6 +48,7 @@ import redis
 from rich.progress import track
 from rich.table import Table
 
+import callgrind
 from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
 from raw_redis import RAW_DB, RAW_DISPATCH_LUA, RAW_EVENTS_LUA, RECORD_BYTES
 from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
@@ -78,7 +85,9 @@ def raw_prepare(client: redis.Redis, hosts: int, per_host: int) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    with LocalRedis() as server:
+    counting = args.meter == "instructions"
+    prof = Path(tempfile.mkdtemp(prefix="crawlsched-callgrind-")) if counting else None
+    with LocalRedis(wrapper=callgrind.wrapper(prof) if prof else ()) as server:
         assert server.process is not None
         cores = sorted(os.sched_getaffinity(0))
         if len(cores) > 1:  # Redis on one core, this process on another
@@ -96,6 +105,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ]
             await register(ctx, items)
         ours = redis.Redis(port=server.port)
+        pid = server.process.pid
+
+        def meter() -> float:
+            """Redis's script cost so far: µs of EVALSHA, or instructions."""
+            return callgrind.instructions(pid) if counting else evalsha_usec(ours)
+
         raw = redis.Redis(port=server.port, db=RAW_DB)
         raw_prepare(raw, args.hosts, per_host)
         raw_dispatch, raw_events = (
@@ -125,9 +140,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             return EVENTS, 0.0
 
         async def results() -> tuple[int, float]:
-            before = evalsha_usec(ours)
+            before = meter()
             cols = await ctx.store.lease_columns(ctx.clock, EVENTS, 3_600.0, False)
-            leasing = evalsha_usec(ours) - before
+            leasing = meter() - before
             fetched = time.time()
             outcomes = [
                 CrawlOutcome(url, lease_id, fetched, True, rng.random() < 0.5)
@@ -159,39 +174,44 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         }  # fmt: skip
         per_unit: dict[str, list[float]] = {name: [] for name in work}
         await lease()  # λ₀'s first estimate: later leases fold their own observations
-        pid = server.process.pid
         busy0, own0, t0 = machine_busy_seconds(), own_and_redis_cpu_s(pid), time.perf_counter()
         for _ in track(range(args.repeats), description="rounds"):
             for name, (step, calls) in work.items():
-                before, units, left_out = evalsha_usec(ours), 0, 0.0
+                before, units, left_out = meter(), 0, 0.0
                 for _ in range(calls):
                     done, prep = await step()
                     units, left_out = units + done, left_out + prep
-                per_unit[name].append((evalsha_usec(ours) - before - left_out) / max(units, 1))
+                per_unit[name].append((meter() - before - left_out) / max(units, 1))
         wall = time.perf_counter() - t0
         others = (machine_busy_seconds() - busy0 - (own_and_redis_cpu_s(pid) - own0)) / wall
         await ctx.store.close()
+    if prof is not None:
+        shutil.rmtree(prof, ignore_errors=True)
     return {
         "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
-        "repeats": args.repeats, "others_cpu_share": others,
+        "repeats": args.repeats, "meter": args.meter, "others_cpu_share": others,
         "per_unit_us": rounds_summary(per_unit),
     }  # fmt: skip
 
 
 def table(out: dict[str, Any]) -> Table:
+    counting = out["meter"] == "instructions"
+    what, unit = ("instructions", "k instr.") if counting else ("time", "µs")
     t = Table(
-        title=f"Redis's time per unit, {out['urls']:,} URLs on {out['hosts']:,} hosts, "
+        title=f"Redis's {what} per unit, {out['urls']:,} URLs on {out['hosts']:,} hosts, "
         f"{out['repeats']} rounds (other processes {out['others_cpu_share']:.0%} of a core)"
     )
-    for col in ("script", "unit", "min µs", "median µs", "ours ÷ raw (min)"):
+    for col in ("script", "unit", f"min {unit}", f"median {unit}", "ours ÷ raw (min)"):
         t.add_column(col)
+    scale = 1e-3 if counting else 1.0
     pu = out["per_unit_us"]
     rows = [("lease", "URL leased", "raw dispatch"), ("raw dispatch", "URL", None),
             ("signal", "signal", "raw event"), ("click", "click", "raw event"),
             ("result", "crawl result", "raw event"), ("raw event", "event", None)]  # fmt: skip
     for name, unit, raw in rows:
         ratio = f"{pu[name]['min'] / pu[raw]['min']:.2f}" if raw else ""
-        t.add_row(name, unit, f"{pu[name]['min']:.1f}", f"{pu[name]['median']:.1f}", ratio)
+        low, mid = pu[name]["min"] * scale, pu[name]["median"] * scale
+        t.add_row(name, unit, f"{low:.1f}", f"{mid:.1f}", ratio)
     return t
 
 
@@ -204,6 +224,10 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=8, help="rounds")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    p.add_argument(
+        "--meter", choices=("usec", "instructions"), default="usec",
+        help="EVALSHA µs (INFO commandstats), or instructions under callgrind",
+    )  # fmt: skip
     args = p.parse_args()
     out = asyncio.run(run(args))
     show_and_save(table(out), out, args.json)

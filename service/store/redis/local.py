@@ -13,7 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import redis
@@ -48,6 +48,9 @@ class LocalRedis:
         Server settings given on the command line (name without ``--``: value);
         :data:`~service.store.redis.tuning.LISTPACK_SETTINGS` by default, ``{}`` for
         Redis's own defaults.
+    wrapper : Sequence[str], optional
+        A command the server runs under (``valgrind --tool=callgrind …`` for a
+        benchmark that counts instructions); none by default.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class LocalRedis:
         cluster: bool = False,
         directory: Path | None = None,
         settings: Mapping[str, int] = LISTPACK_SETTINGS,
+        wrapper: Sequence[str] = (),
     ) -> None:
         self.port = free_port()
         self._tmp = None if directory else tempfile.TemporaryDirectory(prefix="crawlsched-redis-")
@@ -65,6 +69,7 @@ class LocalRedis:
         self.cluster = cluster
         self.bus_port = free_port() if cluster else None
         self.settings = dict(settings)
+        self.wrapper = list(wrapper)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -74,7 +79,7 @@ class LocalRedis:
     def command(self) -> list[str]:
         """The ``redis-server`` command line."""
         args = [
-            _binary("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+            *self.wrapper, _binary("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
             "--dir", str(self.directory), "--save", "", "--daemonize", "no",
             "--logfile", str(self.directory / "redis.log"),
             "--appendonly", "yes" if self.aof else "no",
@@ -88,14 +93,17 @@ class LocalRedis:
             args += ["--cluster-port", str(self.bus_port)]
         return args
 
-    def start(self, timeout_s: float = 10.0) -> LocalRedis:
-        """Start the server and wait until it answers PING.
+    def start(self, timeout_s: float | None = None) -> LocalRedis:
+        """Start the server and wait until it answers PING, at most ``timeout_s`` (10 s,
+        or 120 s under a ``wrapper``).
 
         Raises
         ------
         RuntimeError
             If the binary is missing or the server does not come up in time.
         """
+        if timeout_s is None:
+            timeout_s = 120.0 if self.wrapper else 10.0
         self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout_s
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
