@@ -144,12 +144,12 @@ local function fill(c, want)
     local got
     if c.due then
       got = redis.call('ZRANGEBYSCORE', K_READY, '-inf', now_score_arg, 'WITHSCORES',
-                       'LIMIT', c.offset, chunk)
+                       'LIMIT', score_arg(c.offset), score_arg(chunk))
     else
       chunk = math.min(2 * want + 16, scan - c.offset)
       if chunk <= 0 then c.done = true; break end
       got = redis.call('ZRANGEBYSCORE', K_READY, '(' .. now_score_arg, '+inf', 'WITHSCORES',
-                       'LIMIT', c.offset, chunk)
+                       'LIMIT', score_arg(c.offset), score_arg(chunk))
     end
     if #got < 2 * chunk then c.done = true end
     c.offset = c.offset + #got / 2
@@ -214,7 +214,9 @@ local function merge(due, k)
     local c = heap[1]
     local at = c.at
     m = m + 1
-    o_sc[m], o_nm[m], o_rc[m], o_s[m] = c.hs, c.hn, c.rc[at], c.s
+    -- (false, not nil, for a record not read yet: the array part holds it, and the
+    -- record read later takes its slot without a rehash)
+    o_sc[m], o_nm[m], o_rc[m], o_s[m] = c.hs, c.hn, c.rc[at] or false, c.s
     at = at + 1
     c.at = at
     if at > #c.nm and not c.done and m < k then
@@ -285,7 +287,6 @@ for i = 1, chosen do
   if not l then l = {}; by_shard[c_s[i]] = l end
   l[#l + 1] = i
 end
-local HOST_FLIGHT_AT = 55  -- byte position of a whole host record's leases out (HOST_ALL)
 -- an ungated lease's observation of its host, ln λ₀ − ln λ₀ (NaN: none here)
 local X_UNGATED = log_lam0 - log_lam0
 -- Whether a URL leased from stored entry `s` (entry_parts `times_at`, `counts_at`; last
@@ -300,6 +301,7 @@ local function by_revisit_cap(s, times_at, counts_at, last)
   return value_due_at(last, lsig, thr, beta, n) > last + max_revisit
 end
 local grants, names = {}, {}
+for i = 1, chosen do grants[i], names[i] = false, false end  -- (array slots, filled in shard order)
 local function lease_shard(s_idx, idx)
   use_shard(SHARD_KEYS, s_idx)
   local unread = {}
@@ -313,7 +315,7 @@ local function lease_shard(s_idx, idx)
       if not c_rc[i] then k = k + 1; c_rc[i] = recs[k] end
     end
   end
-  local seq0 = redis.call('HINCRBY', K_META, 'lseq', #idx) - #idx
+  local seq0 = redis.call('HINCRBY', K_META, 'lseq', score_arg(#idx)) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
   local rules = ctl()
   local min_revisit = rules.min_revisit
@@ -325,7 +327,9 @@ local function lease_shard(s_idx, idx)
     -- the host record's fields in locals (a table per lease costs more); only the gate,
     -- the estimate and the leases out change
     local whole = #rec > HOST_SIZE
-    local delay, gate, mean, count, scored, blocked, _, hcap, flight, paused = host_fields(rec)
+    local delay, gate, mean, count, scored, blocked, failures, hcap, flight, paused, reason,
+      retired = host_fields(rec)
+    local rec_cap = hcap
     if hcap == 0 then hcap = rules.in_flight end
     local open = paused ~= 1 and flight < hcap  -- host_ready gives a time
     -- paused, full or blocked since it was listed (another call, an operator): skipped;
@@ -353,7 +357,7 @@ local function lease_shard(s_idx, idx)
         url_due = math.max(url_due, floor)
         redis.call('HSET', ukeys, ukey, string.sub(s, 1, due_at - 1)
           .. struct.pack('<d', url_due) .. string.sub(s, due_at + 8))
-        redis.call('ZADD', q, qscore(url_due), ukey)
+        redis.call('ZADD', q, score_arg(qscore(url_due)), ukey)
       else
         local opened = gate
         if not isnan(blocked) then opened = math.max(opened, blocked) end
@@ -373,31 +377,35 @@ local function lease_shard(s_idx, idx)
         local seq = seq0 + j
         local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
         -- the counts with the lease seq (their last field) set; a queued URL's is 0
-        local counts, entry
+        local seq_b = struct.pack('<I4', seq)
+        local entry
         if counts_at then
-          counts = string.sub(s, counts_at, counts_at + 23) .. struct.pack('<I4', seq)
-          entry = string.sub(s, 1, counts_at - 1) .. counts .. string.sub(s, counts_at + 28)
+          entry = string.sub(s, 1, counts_at + 23) .. seq_b .. string.sub(s, counts_at + 28)
         else
-          counts = COUNTS_HEAD_ZERO .. struct.pack('<I4', seq)
-          entry = string.char(string.byte(s, 1) + 2) .. string.sub(s, 2, due_at + 7) .. counts
-            .. string.sub(s, due_at + 8)
+          counts_at = due_at + 8
+          entry = string.char(string.byte(s, 1) + 2) .. string.sub(s, 2, due_at + 7)
+            .. COUNTS_HEAD_ZERO .. seq_b .. string.sub(s, counts_at)
         end
         redis.call('HSET', ukeys, ukey, entry)
         leases[#leases + 1] = seq_s
         leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
         deadlines[#deadlines + 1] = deadline_score
         deadlines[#deadlines + 1] = seq_s
-        -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT
-        local times = NAN_TIMES
-        if times_at then times = string.sub(s, times_at, times_at + 23) end
-        grants[i] = string.sub(s, 2, ENTRY_HEAD - 1) .. times .. string.sub(s, due_at, due_at + 7)
-          .. counts .. struct.pack(GRANT, was_ready, lease_mean, seq, s_idx, #host, #ukey, gated)
+        -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT:
+        -- the new entry's bytes 2 .. the counts' end, with the times between W .. registered
+        -- and the due time where the entry leaves them out
+        local grant = struct.pack(GRANT, was_ready, lease_mean, seq, s_idx, #host, #ukey, gated)
+        if times_at then
+          grants[i] = string.sub(entry, 2, counts_at + 27) .. grant
+        else
+          grants[i] = string.sub(entry, 2, ENTRY_HEAD - 1) .. NAN_TIMES
+            .. string.sub(entry, ENTRY_HEAD, counts_at + 27) .. grant
+        end
         names[i] = host .. ukey
         host_recs[#host_recs + 1] = host
         if whole then  -- (byte for byte what pack_host writes)
-          host_recs[#host_recs + 1] = string.sub(rec, 1, 8) .. struct.pack('<ddd', gate, mean, count)
-            .. string.sub(rec, 33, HOST_FLIGHT_AT - 1) .. struct.pack('<I4', flight)
-            .. string.sub(rec, HOST_FLIGHT_AT + 4)
+          host_recs[#host_recs + 1] = struct.pack(HOST_ALL, delay, gate, mean, count, scored,
+            blocked, failures, rec_cap, flight, paused, reason, retired)
         else
           host_recs[#host_recs + 1] = struct.pack(HOST_ALL, delay, gate, mean, count, scored,
             NAN, 0, 0, flight, 0, 0, 0)
@@ -405,9 +413,9 @@ local function lease_shard(s_idx, idx)
       end
     end
     -- in the ready set at its new readiness, or out (lib.lua place_host on these fields)
-    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', q, '0', '0', 'WITHSCORES')
     if head[1] and open then
-      ready[#ready + 1] = readiness(num(head[2]), gate, blocked)
+      ready[#ready + 1] = score_arg(readiness(num(head[2]), gate, blocked))
       ready[#ready + 1] = host
     else
       gone[#gone + 1] = host

@@ -133,7 +133,7 @@ local function settle_one(host, ukey, seq, lrec, status, s, fetched, ok, changed
     errors = errors + 1
     due = math.max(due, fetched + retry, floor_at(refetch, last))
   end
-  if queued then redis.call('ZADD', K_QUEUE .. host, qscore(due), ukey) end  -- (move)
+  if queued then redis.call('ZADD', K_QUEUE .. host, score_arg(qscore(due)), ukey) end  -- (move)
   if retiring then
     if retire == 0 then retire = RETIRE_GONE end
     retired, reason = fetched, retire
