@@ -34,6 +34,7 @@ def wrapper(out_dir: Path) -> list[str]:
     return [
         _binary("valgrind"), "--tool=callgrind", "--collect-atstart=no",
         "--toggle-collect=evalGenericCommand", f"--callgrind-out-file={out_dir}/callgrind.%p",
+        f"--log-file={out_dir}/valgrind.%p.log",
     ]  # fmt: skip
 
 

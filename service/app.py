@@ -110,7 +110,9 @@ async def open_store(settings: Settings, *, wait_s: float = 30.0) -> Store:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return await RedisStore.connect(settings.store, **_store_options(settings))
+            return await RedisStore.connect(
+                settings.store, timeout_s=settings.redis_timeout_s, **_store_options(settings)
+            )
         except StoreUnavailable:
             if time.monotonic() > deadline:
                 raise

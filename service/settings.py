@@ -51,6 +51,9 @@ class Settings(BaseSettings):
 
     store: str = Field("memory", description="`memory` (embedded default) or a redis:// URL")
     shards: int = Field(16, ge=1, le=4096, description="host shards (one sorted set of hosts each)")
+    redis_timeout_s: float = Field(
+        5.0, gt=0, description="wall s a Redis answer may take; past it the call answers 503"
+    )
 
     auth_tokens: SecretStr | None = Field(
         None, description="role:token pairs, comma-separated (roles: admin, worker, events, read)"

@@ -402,3 +402,26 @@ async def test_removal_deletes_the_estimator_state(server: LocalRedis, store: Re
 async def test_bad_decay_time_is_refused(store: RedisStore) -> None:
     with pytest.raises(ParameterError, match="decay_s"):
         await store.record_clicks([ClickEvent("https://a.example/p", T0)], 0.0)
+
+
+# a script that holds the server for about a second (nothing else is served meanwhile)
+_BUSY_LUA = "local i = 0 while i < 40000000 do i = i + 1 end return i"
+
+
+@pytest.mark.parametrize(("timeout_s", "unavailable"), [(0.1, True), (30.0, False)])
+async def test_a_call_answers_within_the_redis_timeout(
+    server: LocalRedis, timeout_s: float, unavailable: bool
+) -> None:
+    store = await RedisStore.connect(server.url, shards=4, timeout_s=timeout_s)
+    try:
+        with redis.Redis(port=server.port) as other:
+            busy = asyncio.get_running_loop().run_in_executor(None, other.eval, _BUSY_LUA, 0)
+            await asyncio.sleep(0.05)  # the busy script has started
+            if unavailable:  # (the answer comes once the script is done: after the timeout)
+                with pytest.raises(StoreUnavailable):
+                    await store.upsert_urls([rec("https://a.example/1")], T0)
+            else:
+                assert await store.upsert_urls([rec("https://a.example/1")], T0) == [True]
+            await busy
+    finally:
+        await store.close()

@@ -99,8 +99,9 @@ class RedisStore(RedisEvents, RedisHosts, RedisRescoring):
     """
 
     @classmethod
-    async def connect(cls, url: str, **options: Any) -> RedisStore:
-        """Open a client for ``url`` and :meth:`prepare` the store.
+    async def connect(cls, url: str, *, timeout_s: float = 5.0, **options: Any) -> RedisStore:
+        """Open a client for ``url`` (an answer may take ``timeout_s`` wall s) and
+        :meth:`prepare` the store.
 
         Raises
         ------
@@ -109,7 +110,7 @@ class RedisStore(RedisEvents, RedisHosts, RedisRescoring):
         ValueError
             If the data was written with another shard count.
         """
-        store = cls(await open_client(url), **options)
+        store = cls(await open_client(url, timeout_s=timeout_s), **options)
         try:
             await store.prepare()
         except BaseException:
