@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import random
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+import orjson
 
 from config import Config, url_of
 from lean_http import HttpConnection, HttpPool, Refused
@@ -72,7 +73,7 @@ async def dispatch_closed(
         nonlocal urls, requests, short
         while time.perf_counter() < stop_at and (most is None or urls < most):
             t = time.perf_counter()
-            leases = json.loads(await conn.request("GET", path))["leases"]
+            leases = orjson.loads(await conn.request("GET", path))["leases"]
             latencies.append(time.perf_counter() - t)
             pool.extend((x["url"], x["lease_id"]) for x in leases)
             urls += len(leases)
@@ -122,7 +123,7 @@ async def dispatch_open(
 
     async def one(at: float) -> None:
         nonlocal urls
-        leases = json.loads(await http.request("GET", path))["leases"]
+        leases = orjson.loads(await http.request("GET", path))["leases"]
         latencies.append(time.perf_counter() - at)
         pool.extend((x["url"], x["lease_id"]) for x in leases)
         urls += len(leases)
@@ -167,14 +168,14 @@ def event_bodies(cfg: Config, kind: str, count: int, rng: random.Random) -> list
     _, key = ROUTES[kind]
     t = time.time() - 1.0
     return [
-        json.dumps(
+        orjson.dumps(
             {
                 key: [
                     {"url": url_of(rng.randrange(cfg.urls), cfg.per_host), "time": t}
                     for _ in range(cfg.event_batch)
                 ]
             }
-        ).encode()
+        )
         for _ in range(count)
     ]
 
@@ -195,7 +196,7 @@ def result_bodies(cfg: Config, pool: Sequence[tuple[str, str]], rng: random.Rand
             }
             for u, lid in chunk
         ]
-        bodies.append(json.dumps({"results": results}).encode())
+        bodies.append(orjson.dumps({"results": results}))
     return bodies
 
 
@@ -252,7 +253,7 @@ async def post_events(
             path = RESULT_ROUTE if kind == "result" else ROUTES[kind][0]
             while True:
                 try:
-                    answer = json.loads(await conn.request("POST", path, body))
+                    answer = orjson.loads(await conn.request("POST", path, body))
                     break
                 except Refused as no:  # backpressure: the same batch after Retry-After
                     refused[kind] += cfg.event_batch

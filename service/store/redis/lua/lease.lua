@@ -303,6 +303,9 @@ end
 local grants, names = {}, {}
 for i = 1, chosen do grants[i], names[i] = false, false end  -- (array slots, filled in shard order)
 local function lease_shard(s_idx, idx)
+  -- the library functions of the loop below in registers (not looked up by name per lease)
+  local ssub, spack, sunpack, rcall = string.sub, struct.pack, struct.unpack, redis.call
+  local mmax, sformat = math.max, string.format
   use_shard(SHARD_KEYS, s_idx)
   local unread = {}
   for _, i in ipairs(idx) do
@@ -315,12 +318,12 @@ local function lease_shard(s_idx, idx)
       if not c_rc[i] then k = k + 1; c_rc[i] = recs[k] end
     end
   end
-  local seq0 = redis.call('HINCRBY', K_META, 'lseq', score_arg(#idx)) - #idx
+  local seq0 = rcall('HINCRBY', K_META, 'lseq', score_arg(#idx)) - #idx
   local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
   local rules = ctl()
   local min_revisit = rules.min_revisit
   -- what every lease record of this call starts with (pack_lease, whole)
-  local lease_head = struct.pack(LEASE, ACTIVE, deadline, now) .. nonce .. ' '
+  local lease_head = spack(LEASE, ACTIVE, deadline, now) .. nonce .. ' '
   for j, i in ipairs(idx) do
     local host, rec = c_nm[i], c_rc[i]
     local q = K_QUEUE .. host
@@ -336,36 +339,36 @@ local function lease_shard(s_idx, idx)
     -- otherwise its queue's head is taken out (put back below when held back)
     local ukey = nil
     if open and not (blocked > now) then
-      ukey = redis.call('ZPOPMIN', q)[1]
+      ukey = rcall('ZPOPMIN', q)[1]
     end
     if ukey then
       -- only `due`, `last`, `refetch` are read and `due` or `lease` written: they are read
       -- and written in place in the stored entry (lib.lua entry_parts), not unpacked
       local ukeys = K_URLS .. host
-      local s = redis.call('HGET', ukeys, ukey)
+      local s = rcall('HGET', ukeys, ukey)
       local times_at, due_at, counts_at, tail_at = entry_parts(s)
-      local url_due = struct.unpack('<d', s, due_at)
+      local url_due = sunpack('<d', s, due_at)
       local last, floor = NAN, -INF
-      if times_at then last = struct.unpack('<d', s, times_at) end
+      if times_at then last = sunpack('<d', s, times_at) end
       if tail_at then
-        floor = struct.unpack('<d', s, tail_at + 8)  -- refetch after (URL_CTL)
+        floor = sunpack('<d', s, tail_at + 8)  -- refetch after (URL_CTL)
         if isnan(floor) then floor = -INF end
       end
-      if min_revisit > 0 and not isnan(last) then floor = math.max(floor, last + min_revisit) end
+      if min_revisit > 0 and not isnan(last) then floor = mmax(floor, last + min_revisit) end
       if floor > now then
         -- held back (minimum revisit, refetch_after): queued again at that time
-        url_due = math.max(url_due, floor)
-        redis.call('HSET', ukeys, ukey, string.sub(s, 1, due_at - 1)
-          .. struct.pack('<d', url_due) .. string.sub(s, due_at + 8))
-        redis.call('ZADD', q, score_arg(qscore(url_due)), ukey)
+        url_due = mmax(url_due, floor)
+        rcall('HSET', ukeys, ukey, ssub(s, 1, due_at - 1)
+          .. spack('<d', url_due) .. ssub(s, due_at + 8))
+        rcall('ZADD', q, score_arg(qscore(url_due)), ukey)
       else
         local opened = gate
-        if not isnan(blocked) then opened = math.max(opened, blocked) end
+        if not isnan(blocked) then opened = mmax(opened, blocked) end
         local gated = 0  -- held by politeness or a block
         if url_due <= now and opened > url_due and now - opened <= BOUND_SLACK * delay then
           gated = 1
         end
-        local was_ready = math.max(url_due, opened)
+        local was_ready = mmax(url_due, opened)
         local lease_mean = mean  -- the host's estimate as leased (the grant's)
         if gated == 0 and not isnan(X_UNGATED) and not by_revisit_cap(s, times_at, counts_at, last) then
           mean, count = fold(mean, count, X_UNGATED, window, clip)
@@ -375,18 +378,18 @@ local function lease_shard(s_idx, idx)
         flight = flight + 1
         open = flight < hcap
         local seq = seq0 + j
-        local seq_s = string.format('%d', seq)  -- (a number argument costs a %.17g)
+        local seq_s = sformat('%d', seq)  -- (a number argument costs a %.17g)
         -- the counts with the lease seq (their last field) set; a queued URL's is 0
-        local seq_b = struct.pack('<I4', seq)
+        local seq_b = spack('<I4', seq)
         local entry
         if counts_at then
-          entry = string.sub(s, 1, counts_at + 23) .. seq_b .. string.sub(s, counts_at + 28)
+          entry = ssub(s, 1, counts_at + 23) .. seq_b .. ssub(s, counts_at + 28)
         else
           counts_at = due_at + 8
-          entry = string.char(string.byte(s, 1) + 2) .. string.sub(s, 2, due_at + 7)
-            .. COUNTS_HEAD_ZERO .. seq_b .. string.sub(s, counts_at)
+          entry = string.char(string.byte(s, 1) + 2) .. ssub(s, 2, due_at + 7)
+            .. COUNTS_HEAD_ZERO .. seq_b .. ssub(s, counts_at)
         end
-        redis.call('HSET', ukeys, ukey, entry)
+        rcall('HSET', ukeys, ukey, entry)
         leases[#leases + 1] = seq_s
         leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
         deadlines[#deadlines + 1] = deadline_score
@@ -394,26 +397,26 @@ local function lease_shard(s_idx, idx)
         -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT:
         -- the new entry's bytes 2 .. the counts' end, with the times between W .. registered
         -- and the due time where the entry leaves them out
-        local grant = struct.pack(GRANT, was_ready, lease_mean, seq, s_idx, #host, #ukey, gated)
+        local grant = spack(GRANT, was_ready, lease_mean, seq, s_idx, #host, #ukey, gated)
         if times_at then
-          grants[i] = string.sub(entry, 2, counts_at + 27) .. grant
+          grants[i] = ssub(entry, 2, counts_at + 27) .. grant
         else
-          grants[i] = string.sub(entry, 2, ENTRY_HEAD - 1) .. NAN_TIMES
-            .. string.sub(entry, ENTRY_HEAD, counts_at + 27) .. grant
+          grants[i] = ssub(entry, 2, ENTRY_HEAD - 1) .. NAN_TIMES
+            .. ssub(entry, ENTRY_HEAD, counts_at + 27) .. grant
         end
         names[i] = host .. ukey
         host_recs[#host_recs + 1] = host
         if whole then  -- (byte for byte what pack_host writes)
-          host_recs[#host_recs + 1] = struct.pack(HOST_ALL, delay, gate, mean, count, scored,
+          host_recs[#host_recs + 1] = spack(HOST_ALL, delay, gate, mean, count, scored,
             blocked, failures, rec_cap, flight, paused, reason, retired)
         else
-          host_recs[#host_recs + 1] = struct.pack(HOST_ALL, delay, gate, mean, count, scored,
+          host_recs[#host_recs + 1] = spack(HOST_ALL, delay, gate, mean, count, scored,
             NAN, 0, 0, flight, 0, 0, 0)
         end
       end
     end
     -- in the ready set at its new readiness, or out (lib.lua place_host on these fields)
-    local head = redis.call('ZRANGE', q, '0', '0', 'WITHSCORES')
+    local head = rcall('ZRANGE', q, '0', '0', 'WITHSCORES')
     if head[1] and open then
       ready[#ready + 1] = score_arg(readiness(num(head[2]), gate, blocked))
       ready[#ready + 1] = host
