@@ -150,7 +150,8 @@ async def test_hosts_delete_host_and_purge(store: RedisStore, raw: redis.Redis) 
         assert raw.hget(KEYS.hosts, HOST_NAME) is None
         assert not raw.exists(KEYS.urls(HOST_NAME), KEYS.queue(HOST_NAME))
         assert raw.zscore(KEYS.ready, HOST_NAME) is None
-        assert raw.zcard(KEYS.deadlines) == 0  # its lease ended
+        leases = raw.hgetall(f"{KEYS.tag}leases")
+        assert leases and all(rec[0] != 1 for rec in leases.values())  # its lease ended
         assert raw.hget(KEYS.meta, "urls") == b"0"
 
 

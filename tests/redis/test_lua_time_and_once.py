@@ -104,7 +104,9 @@ async def test_lease_reads_the_server_time_through_the_clock(
     keys = ShardKeys(shard)
     status, deadline, issued = LEASE.unpack_from(raw.hget(keys.all[3], seq) or b"")
     assert (status, deadline, issued) == (1, now + TTL_S, now)
-    assert raw.zscore(keys.all[4], seq) == ready_score(now + TTL_S)
+    # the call's deadline: one member for the shard's leases of the call, "<first>:<n>"
+    deadlines = dict(raw.zrange(keys.all[4], 0, -1, withscores=True))
+    assert deadlines == {f"{seq}:1".encode(): ready_score(now + TTL_S)}
     assert HOST.unpack_from(raw.hget(keys.hosts, host) or b"")[1] == now + DELAY_S  # the gate
     # a repeat within the crawl delay leases nothing: the gate is in the server's future
     again_now, _, again = await _lease(store, shard, f"{start!r} {speed!r} {epoch!r}")
@@ -285,3 +287,60 @@ async def test_leases_of_the_earlier_layout_are_still_read(
     assert (stats.leases_active, stats.leases_expired_total) == (0, 1)
     (late,) = await store.lease_status([second.lease_id])
     assert (late.status, late.issued_at) == ("expired", None)
+
+
+def _hosts_of_shard(shard: int, k: int) -> list[str]:
+    """``k`` host names whose URLs live in ``shard``."""
+    names = (f"h{i}.example" for i in range(10_000))
+    return [h for h in names if shard_of(h, SHARDS) == shard][:k]
+
+
+async def test_a_lease_call_has_one_deadline_per_shard_and_expires_only_active_leases(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """lease.lua writes one deadline member for a shard's leases of one call, "<first
+    seq>:<n>"; a lease settled before the deadline is skipped at expiry, the others
+    expire and go back to their queues, and expiring again changes nothing."""
+    hosts = _hosts_of_shard(0, 3)
+    urls = [f"https://{h}/x" for h in hosts]
+    await store.upsert_urls([rec(u) for u in urls], T0)
+    _, grants = await store.lease_next(T0 + 500, 3, TTL_S, dispatch_ahead=False)
+    assert sorted(g.state.url for g in grants) == sorted(urls)
+    keys = ShardKeys(0)
+    seqs = sorted(parse_lease_id(g.lease_id, SHARDS)[1] for g in grants)  # type: ignore[index]
+    members = dict(raw.zrange(keys.all[4], 0, -1, withscores=True))
+    assert members == {f"{seqs[0]}:3".encode(): ready_score(T0 + 500 + TTL_S)}
+    assert seqs == list(range(seqs[0], seqs[0] + 3))
+    settled = grants[0]
+    done = CrawlOutcome(settled.state.url, settled.lease_id, T0 + 501, True, True)
+    assert await store.settle([done], 60.0, 0.0, 8) == [EventStatus.ACCEPTED]
+    assert raw.zcard(keys.all[4]) == 1  # the member outlives the settled lease
+    for _ in range(2):  # past the deadline: the two leases still out expire, once
+        stats = await store.stats(T0 + 500 + TTL_S, 0)
+        assert (stats.leases_active, stats.leases_expired_total) == (0, 2)
+        assert raw.zcard(keys.all[4]) == 0
+    statuses = {i.url: i.status for i in await store.lease_status([g.lease_id for g in grants])}
+    assert statuses == {g.state.url: "expired" for g in grants[1:]} | {settled.state.url: "settled"}
+    for g in grants[1:]:  # back in their queues
+        assert raw.zscore(keys.queue(g.state.host), url_key(g.state.url, g.state.host))
+
+
+async def test_a_deadline_of_the_earlier_layout_is_reclaimed(
+    store: RedisStore, raw: redis.Redis
+) -> None:
+    """A deadline member written by layout 4, the lease's bare seq, expires its lease as
+    a range of one does."""
+    (host,) = _hosts_of_shard(1, 1)
+    await store.upsert_urls([rec(f"https://{host}/x")], T0)
+    _, (g,) = await store.lease_next(T0 + 500, 1, TTL_S, dispatch_ahead=False)
+    keys = ShardKeys(1)
+    seq = parse_lease_id(g.lease_id, SHARDS)[1]  # type: ignore[index]
+    raw.delete(keys.all[4])
+    raw.zadd(keys.all[4], {str(seq): ready_score(T0 + 500 + TTL_S)})
+    stats = await store.stats(T0 + 500 + TTL_S - 1, 0)
+    assert (stats.leases_active, stats.leases_expired_total) == (1, 0)
+    stats = await store.stats(T0 + 500 + TTL_S, 0)
+    assert (stats.leases_active, stats.leases_expired_total) == (0, 1)
+    assert raw.zcard(keys.all[4]) == 0
+    (info,) = await store.lease_status([g.lease_id])
+    assert info.status == "expired"

@@ -183,6 +183,24 @@ async def test_data_of_another_layout_is_refused(server: LocalRedis) -> None:
         await RedisStore.connect(server.url, shards=4)
 
 
+async def test_data_of_layout_4_is_read_and_recorded_as_the_current_layout(
+    server: LocalRedis,
+) -> None:
+    """Layout 4 differs only in its deadline members (one lease seq each, which the
+    scripts read as ranges of one): a store starting on it records the current layout;
+    an older one is still refused."""
+    store = await RedisStore.connect(server.url, shards=4)
+    await store.close()
+    with redis.Redis(port=server.port) as raw:
+        raw.hset("cs:{g}:meta", "layout", "4")
+        store = await RedisStore.connect(server.url, shards=4)
+        await store.close()
+        assert raw.hget("cs:{g}:meta", "layout") == str(LAYOUT).encode()
+        raw.hset("cs:{g}:meta", "layout", "3")
+    with pytest.raises(ValueError, match="record layout 3"):
+        await RedisStore.connect(server.url, shards=4)
+
+
 async def test_lambda0_updates_from_many_clients_are_not_lost(server: LocalRedis) -> None:
     stores = [await RedisStore.connect(server.url, shards=4) for _ in range(4)]
     obs = [DispatchObservation("a.example", math.log(3.0), gated=False)] * 5

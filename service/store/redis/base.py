@@ -19,7 +19,7 @@ from service.store.base import (
 )
 from service.store.redis.client import unavailable
 from service.store.redis.keys import GlobalKeys, ShardKeys, url_key
-from service.store.redis.records import LAYOUT
+from service.store.redis.records import LAYOUT, READS_AS_LAYOUT
 from service.store.redis.scripts import Call, Client, ScriptSet
 from service.store.redis.tuning import warn_if_low
 from service.urls import host_of
@@ -86,7 +86,8 @@ class RedisBase:
         ValueError
             If the data was written with another shard count, or in another layout of
             the records (``records.LAYOUT``; data from before the layout was recorded
-            counts as layout 1).
+            counts as layout 1) that this version does not read
+            (``records.READS_AS_LAYOUT``).
         """
         await self._scripts.register(self.client)
         await warn_if_low(self.client)
@@ -101,7 +102,9 @@ class RedisBase:
                 "set CRAWLSCHED_SHARDS to match"
             )
         layout = int(await self.client.hget(meta, "layout") or 1)
-        if layout != LAYOUT:
+        if layout in READS_AS_LAYOUT:
+            await self.client.hset(meta, "layout", str(LAYOUT))
+        elif layout != LAYOUT:
             raise ValueError(
                 f"the data in Redis was written in record layout {layout}, and this version "
                 f"reads layout {LAYOUT}: run the version that wrote it, or register the "

@@ -94,11 +94,12 @@ class RedisHosts(RedisDispatch):
         (``stats.lua`` from an ``HSCAN`` cursor), one call per round trip, so that no
         call holds Redis for long (one pipeline of whole shards held it ~130 ms at
         10,000 hosts).  Each shard's counters are those its last slice read; a host the
-        scan gives twice (its hash shrank meanwhile) counts twice in the backlog."""
+        scan gives twice (its hash shrank meanwhile) counts twice in the backlog and the
+        leases out (the sum of the hosts' records' leases out)."""
         await self._flush()
         head = (clock_arg(now), self._history, top_hosts)
         counters: list[list[Any]] = []
-        backlog = blocked = 0
+        backlog = blocked = leases = 0
         found: dict[str, Any] = {}
         for n in range(self.shards):
             cursor: bytes | str = "0"
@@ -106,6 +107,7 @@ class RedisHosts(RedisDispatch):
                 (answer,) = await self._run([self._call("stats", n, (*head, cursor, _STATS_SLICE))])
                 flat, cursor = answer[5], answer[8]
                 backlog += int(answer[2])
+                leases += int(answer[3])
                 blocked += int(answer[7])
                 for i in range(0, len(flat), 6):
                     found.setdefault(text(flat[i]), flat[i + 1 : i + 6])
@@ -122,7 +124,7 @@ class RedisHosts(RedisDispatch):
             urls=sum(int(a[0]) for a in counters) - retired,
             hosts=sum(int(a[1]) for a in counters),
             due_backlog=backlog,
-            leases_active=sum(int(a[3]) for a in counters),
+            leases_active=leases,
             leases_expired_total=sum(int(a[4]) for a in counters),
             lambda0=lam0.value,
             lambda0_observations=lam0.count,

@@ -41,6 +41,7 @@ __all__ = [
     "HOST",
     "HOST_CTL",
     "LAYOUT",
+    "READS_AS_LAYOUT",
     "MAX_LABEL_BYTES",
     "OUTCOME",
     "PARAMS",
@@ -96,10 +97,15 @@ URL_CTL = struct.Struct("<ddIB")
 #: A full URL record, the tail included (as the scripts answer it).
 URL_FULL = URL.size + URL_CTL.size
 #: Version of the stored layout, kept in the global meta hash (``keys.GlobalKeys.meta``):
-#: 4 is one entry per URL (:func:`unpack_entry`) with host queues, ready sets and
-#: deadline sets scored in whole µs (lib.lua ``qscore``), 3 the same with deadlines in
-#: s, 2 with every score in s, 1 the record and the estimator state in two hashes.
-LAYOUT = 4
+#: 5 is one entry per URL (:func:`unpack_entry`) with host queues, ready sets and
+#: deadline sets scored in whole µs (lib.lua ``qscore``), a deadline set member per
+#: lease call and shard ("<first seq>:<n>"); 4 the same with a member per lease (its
+#: seq), 3 with deadlines in s, 2 with every score in s, 1 the record and the estimator
+#: state in two hashes.
+LAYOUT = 5
+#: Layouts this version reads as they are and records as :data:`LAYOUT` at start (4's
+#: one-lease members are read as ranges of one).
+READS_AS_LAYOUT = frozenset({4})
 #: The parts of the record a stored entry leaves out while they hold their defaults:
 #: (form bit, first byte, end byte, default bytes) of the times (last crawl, last signal,
 #: last click: NaN), the counts (n since crawl .. lease seq: 0) and the controls' tail.

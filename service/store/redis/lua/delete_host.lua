@@ -9,7 +9,6 @@ local all = redis.call('HGETALL', K_URLS .. host)
 for i = 1, #all, 2 do
   local u = get_url(host, all[i])
   if u.lease ~= 0 then
-    redis.call('ZREM', K_DEADLINES, u.lease)
     finish(u.lease, get_lease(u.lease), EXPIRED)
   end
 end

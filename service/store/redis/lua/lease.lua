@@ -54,7 +54,7 @@ local nonce, history, scan, S = ARGV[6], num(ARGV[7]), num(ARGV[8]), num(ARGV[9]
 local U = num(ARGV[10])
 local deadline = now + ttl
 local deadline_s = str(deadline)
-local deadline_score = str(qscore(deadline))  -- the deadline set's score (lib.lua)
+local deadline_score = score_arg(qscore(deadline))  -- the deadline set's score (lib.lua)
 local SHARD_KEYS = {}
 for i = 1, 9 * (S - U) do SHARD_KEYS[i] = KEYS[i] end
 local only = ARGV[11]
@@ -319,7 +319,7 @@ local function lease_shard(s_idx, idx)
     end
   end
   local seq0 = rcall('HINCRBY', K_META, 'lseq', score_arg(#idx)) - #idx
-  local host_recs, ready, gone, leases, deadlines = {}, {}, {}, {}, {}
+  local host_recs, ready, gone, leases = {}, {}, {}, {}
   local rules = ctl()
   local min_revisit = rules.min_revisit
   -- what every lease record of this call starts with (pack_lease, whole)
@@ -392,8 +392,6 @@ local function lease_shard(s_idx, idx)
         rcall('HSET', ukeys, ukey, entry)
         leases[#leases + 1] = seq_s
         leases[#leases + 1] = lease_head .. host .. ' ' .. ukey
-        deadlines[#deadlines + 1] = deadline_score
-        deadlines[#deadlines + 1] = seq_s
         -- the record's first URL_SIZE bytes (as unpack_entry would give them), then GRANT:
         -- the new entry's bytes 2 .. the counts' end, with the times between W .. registered
         -- and the due time where the entry leaves them out
@@ -427,7 +425,11 @@ local function lease_shard(s_idx, idx)
   bulk('HSET', K_HOSTS, host_recs, 2)
   write_ready(ready, gone)
   bulk('HSET', K_LEASES, leases, 2)
-  bulk('ZADD', K_DEADLINES, deadlines, 2)
+  -- one deadline for the shard's leases of this call: their seqs are seq0 + 1 .. seq0 + #idx
+  -- (a host that gave nothing leaves its seq unused)
+  if #leases > 0 then
+    rcall('ZADD', K_DEADLINES, deadline_score, sformat('%d:%d', seq0 + 1, #idx))
+  end
 end
 for s_idx, idx in pairs(by_shard) do lease_shard(s_idx, idx) end
 local given, given_names = {}, {}

@@ -7,8 +7,11 @@
 --   KEYS[3]  ready       zset   host scored by readiness = max(earliest due, gate), Unix
 --                        µs, a whole number (host_ready)
 --   KEYS[4]  leases      hash   lease seq -> packed lease record (LEASE layout below)
---   KEYS[5]  deadlines   zset   active lease seq scored by deadline, Unix µs, a whole
---                        number (qscore)
+--   KEYS[5]  deadlines   zset   the leases of one lease call in the shard, "<first seq>:<n>"
+--                        (seqs first .. first + n − 1; a bare seq: that one lease),
+--                        scored by their deadline, Unix µs, a whole number (qscore);
+--                        a member outlives its leases' ends (settled, dropped): its
+--                        expiry skips the leases no longer active
 --   KEYS[6]  finished    zset   settled/expired lease seq scored by seq (history to trim)
 --   KEYS[7]  queue:      prefix of "queue:<host>", zset url key scored by due time, Unix
 --                        µs, a whole number (qscore below)
@@ -576,26 +579,48 @@ local function lease_ended(host)
   end
 end
 
+-- The lease seqs (text) of a deadline set's member: "<first>:<n>", or one bare seq.
+local function lease_range(member)
+  local first, n = string.match(member, '^(%d+):(%d+)$')
+  if not first then return {member} end
+  local seqs = {}
+  for seq = tonumber(first), tonumber(first) + tonumber(n) - 1 do
+    seqs[#seqs + 1] = string.format('%d', seq)
+  end
+  return seqs
+end
 -- Expired leases (deadline at or before `now`, Unix s) go back to their host queues
--- (at-least-once delivery).
+-- (at-least-once delivery); a lease of an expired member that is no longer active
+-- (settled, or its URL dropped) is skipped.
 local function reclaim(now, history)
   local expired = redis.call('ZRANGEBYSCORE', K_DEADLINES, '-inf', qscore_at(now))
-  local touched = {}
-  for _, seq in ipairs(expired) do
-    redis.call('ZREM', K_DEADLINES, seq)
-    local l = get_lease(seq)
-    finish(seq, l, EXPIRED)
-    redis.call('HINCRBY', K_META, 'expired', 1)
-    local u = get_url(l.host, l.ukey)
-    u.lease = 0
-    put_url(l.host, l.ukey, u)
-    if isnan(u.retired) then redis.call('ZADD', K_QUEUE .. l.host, score_arg(qscore(u.due)), l.ukey) end
-    lease_ended(l.host)
-    touched[l.host] = true
+  local touched, ended = {}, 0
+  for _, member in ipairs(expired) do
+    redis.call('ZREM', K_DEADLINES, member)
+    local seqs = lease_range(member)
+    local recs = bulk('HMGET', K_LEASES, seqs, 1)
+    for i, seq in ipairs(seqs) do
+      if recs[i] then
+        local l = lease_of(recs[i])
+        if l.status == ACTIVE then
+          finish(seq, l, EXPIRED)
+          ended = ended + 1
+          local u = get_url(l.host, l.ukey)
+          u.lease = 0
+          put_url(l.host, l.ukey, u)
+          if isnan(u.retired) then
+            redis.call('ZADD', K_QUEUE .. l.host, score_arg(qscore(u.due)), l.ukey)
+          end
+          lease_ended(l.host)
+          touched[l.host] = true
+        end
+      end
+    end
   end
+  if ended > 0 then redis.call('HINCRBY', K_META, 'expired', score_arg(ended)) end
   refresh_all(touched)
-  if #expired > 0 then trim_history(history) end
-  return #expired
+  if ended > 0 then trim_history(history) end
+  return ended
 end
 
 -- Running mean of log values and their spread under the same weights

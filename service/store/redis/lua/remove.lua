@@ -18,7 +18,6 @@ for i = 2, #ARGV, 2 do
       if h.retired > 0 then h.retired = h.retired - 1; put_host(host, h) end
     end
     if u.lease ~= 0 then
-      redis.call('ZREM', K_DEADLINES, u.lease)
       finish(u.lease, get_lease(u.lease), EXPIRED)
       lease_ended(host)
     else

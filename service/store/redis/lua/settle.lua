@@ -58,7 +58,7 @@ local function host_answer(host, status, fetched, retry_after)
 end
 local out = {}
 local grew_t, grew_h, grew_u = {}, {}, {}  -- the accepted results, for the stream
-local settled, settled_active = {}, {}  -- (seq, seq) pairs for the history; active seqs
+local settled = {}  -- (seq, seq) pairs for the history
 local lease_recs = {}  -- (seq, record) pairs of the settled leases, written at the end
 -- A URL's estimator state `e` with one outcome appended; the oldest beyond the window
 -- are dropped.
@@ -93,7 +93,6 @@ local function settle_one(host, ukey, seq, lrec, status, s, fetched, ok, changed
   local est = string.sub(s, at)
   local h = held[host]
   if status == ACTIVE then
-    settled_active[#settled_active + 1] = seq
     if h.flight > 0 then h.flight = h.flight - 1 end
   else
     redis.call('ZREM', K_QUEUE .. host, ukey)
@@ -200,7 +199,6 @@ end
 bulk('HSET', K_HOSTS, recs, 2)
 write_ready(ready, gone)
 bulk('HSET', K_LEASES, lease_recs, 2)
-bulk('ZREM', K_DEADLINES, settled_active, 1)
 bulk('ZADD', K_FINISHED, settled, 2)
 trim_history(history)
 if #grew_h > 0 then

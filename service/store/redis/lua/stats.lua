@@ -10,7 +10,7 @@
 -- ARGV[3] k, hosts with the highest λ_h estimate to return (of the slice); ARGV[4]
 -- cursor ('0' to start, the default); ARGV[5] count, hosts per slice (default 256).
 -- Returns {urls (retired ones too), hosts, due backlog of the slice's hosts (neither
---          blocked nor paused), active leases, expired total,
+--          blocked nor paused), the slice's hosts' leases out, expired total,
 --          {host, record, URLs, queued, due, earliest due or '', ...} top k of the slice,
 --          retired URLs, the slice's hosts blocked or paused now, next cursor ('0': done)}.
 local history, k = num(ARGV[2]), num(ARGV[3])
@@ -19,12 +19,13 @@ local now = clock_now(ARGV[1])
 reclaim(now, history)
 local got = redis.call('HSCAN', K_HOSTS, cursor, 'COUNT', count)
 local all = got[2]
-local backlog, blocked = 0, 0
+local backlog, blocked, out = 0, 0, 0
 local ranked = {}
 for i = 1, #all, 2 do
   local q = K_QUEUE .. all[i]
   local due = redis.call('ZCOUNT', q, '-inf', qscore_at(now))
   local h = unpack_host_rec(all[i + 1])
+  out = out + h.flight
   if h.paused == 1 or h.blocked > now then
     blocked = blocked + 1
   else
@@ -47,5 +48,5 @@ for j = 1, math.min(k, #ranked) do
   end
 end
 return {num(redis.call('HGET', K_META, 'urls') or '0'), redis.call('HLEN', K_HOSTS), backlog,
-        redis.call('ZCARD', K_DEADLINES), num(redis.call('HGET', K_META, 'expired') or '0'), top,
+        out, num(redis.call('HGET', K_META, 'expired') or '0'), top,
         num(redis.call('HGET', K_META, 'retired') or '0'), blocked, got[1]}
