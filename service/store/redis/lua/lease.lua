@@ -214,9 +214,7 @@ local function merge(due, k)
     local c = heap[1]
     local at = c.at
     m = m + 1
-    -- (false, not nil, for a record not read yet: the array part holds it, and the
-    -- record read later takes its slot without a rehash)
-    o_sc[m], o_nm[m], o_rc[m], o_s[m] = c.hs, c.hn, c.rc[at] or false, c.s
+    o_sc[m], o_nm[m], o_rc[m], o_s[m] = c.hs, c.hn, c.rc[at], c.s
     at = at + 1
     c.at = at
     if at > #c.nm and not c.done and m < k then
@@ -301,7 +299,6 @@ local function by_revisit_cap(s, times_at, counts_at, last)
   return value_due_at(last, lsig, thr, beta, n) > last + max_revisit
 end
 local grants, names = {}, {}
-for i = 1, chosen do grants[i], names[i] = false, false end  -- (array slots, filled in shard order)
 local function lease_shard(s_idx, idx)
   -- the library functions of the loop below in registers (not looked up by name per lease)
   local ssub, spack, sunpack, rcall = string.sub, struct.pack, struct.unpack, redis.call
