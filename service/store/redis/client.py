@@ -16,7 +16,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from service.errors import StoreUnavailable
 from service.store.redis.scripts import Client
 
-__all__ = ["DOWN", "open_client", "text", "unavailable"]
+__all__ = ["DOWN", "TIMEOUT_S", "open_client", "text", "unavailable"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -45,7 +45,12 @@ def text(x: bytes | str) -> str:
     return x.decode() if isinstance(x, bytes) else x
 
 
-async def open_client(url: str, *, timeout_s: float = 5.0) -> Client:
+#: How long a Redis answer may take by default, wall s (the service's own default is
+#: ``Settings.redis_timeout_s``).
+TIMEOUT_S = 5.0
+
+
+async def open_client(url: str, *, timeout_s: float = TIMEOUT_S) -> Client:
     """A client for ``url``: a :class:`RedisCluster` when the server runs in cluster mode.
 
     Raises

@@ -40,7 +40,7 @@ from service.store.base import (
 )
 from service.store.estimate_columns import EstimateColumns
 from service.store.redis.base import once_ttl_arg
-from service.store.redis.client import open_client, text, unavailable
+from service.store.redis.client import TIMEOUT_S, open_client, text, unavailable
 from service.store.redis.estimate_decode import decode_estimates
 from service.store.redis.events import RedisEvents
 from service.store.redis.hosts import RedisHosts
@@ -99,7 +99,7 @@ class RedisStore(RedisEvents, RedisHosts, RedisRescoring):
     """
 
     @classmethod
-    async def connect(cls, url: str, *, timeout_s: float = 5.0, **options: Any) -> RedisStore:
+    async def connect(cls, url: str, *, timeout_s: float = TIMEOUT_S, **options: Any) -> RedisStore:
         """Open a client for ``url`` (an answer may take ``timeout_s`` wall s) and
         :meth:`prepare` the store.
 
