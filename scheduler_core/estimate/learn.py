@@ -395,8 +395,9 @@ def _source_shape(host: GroupStats, global_stats: GroupStats) -> float | None:
     host's source's (None where it is not, or not yet known).
 
     Signal quality is taken as the source's when θ's squared coefficient of
-    variation around each host's θ_h, pooled over all hosts (an upper bound, two
-    standard errors, :meth:`.hierarchy.GroupStats.theta_cv2`), is at most
+    variation around each host's θ_h, pooled over all hosts (an upper bound at the
+    level of two standard errors, Φ(−2), with the exact χ² quantile of Cochran's Q:
+    :meth:`.hierarchy.GroupStats.theta_cv2`), is at most
     :data:`SOURCE_MAX_CV2`, and the host has its θ_h; the shape is then 1/cv²
     (at most MAX_SHAPE).
     """

@@ -7,11 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy.stats import chi2, norm
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.hierarchy import (
     MAX_SHAPE,
     MIN_EVIDENCE_DOF,
+    MIN_THETA_DOF,
     QUANTITIES,
     TUPLE_LENGTH,
     GammaPrior,
@@ -92,16 +94,37 @@ def test_group_stats_round_trip_and_sums() -> None:
     assert math.isnan(summed.pooled_theta) and summed.pooled_outcomes == 0.0
     assert summed.to_tuple()[18:] == tuple(2 * v for v in values[18:])
     assert summed.theta_cv2() == stats.theta_cv2() == 3.0 / 12.0
-    # an upper bound two standard errors up: Q's null variance is 2 × 50
-    assert stats.theta_cv2(z=2.0) == pytest.approx((3.0 + 2.0 * math.sqrt(100.0)) / 12.0)
+    # an upper bound at Φ(−2): Q = 53 less the lower 2.3 % quantile of χ²(50), 32.06,
+    # above the normal approximation's 50 − 2√100 = 30
+    low = float(chi2.ppf(norm.sf(2.0), 50.0))
+    assert 32.0 < low < 32.1
+    assert stats.theta_cv2(z=2.0) == pytest.approx((53.0 - low) / 12.0, rel=1e-12)
     assert math.isnan(GroupStats().theta_cv2())
     # too few URLs beyond one a host to tell
-    assert math.isnan(replace(stats, theta_dof=MIN_EVIDENCE_DOF - 1.0).theta_cv2())
+    assert math.isnan(replace(stats, theta_dof=MIN_THETA_DOF - 1.0).theta_cv2())
     # α's spread in proportion to γ (8 over 49 dof) against alone (20): by more than
     # two standard errors of a log variance, ln(20/8) = 0.92 > 2√(2/49) = 0.40
     assert stats.alpha_follows_signals()
     assert not replace(stats, ss_ln_alpha=8.0 * math.exp(0.39)).alpha_follows_signals()
     assert not replace(stats, alpha_signal_dof=MIN_EVIDENCE_DOF - 1.0).alpha_follows_signals()
+
+
+@pytest.mark.parametrize("dof", [MIN_THETA_DOF, 8.0, 50.0])
+def test_theta_bound_has_its_level_with_few_urls(dof: float) -> None:
+    """Under one source per host (c² = 0) Q is χ²(dof): it falls below the quantile
+    the bound subtracts, and the bound is 0, with probability Φ(−2) = 0.023 however
+    few the degrees of freedom (the normal approximation's dof − 2√(2 dof) is below
+    0 at 5, where the bound would never be 0).  20,000 draws: within 4 standard
+    errors of Φ(−2)."""
+    rng = np.random.default_rng(11)
+    n = 20_000
+    q = rng.chisquare(dof, n)
+    zero = [
+        GroupStats(theta_excess=x - dof, theta_scale=1.0, theta_dof=dof).theta_cv2(z=2.0) == 0
+        for x in q
+    ]
+    p = float(norm.sf(2.0))
+    assert abs(float(np.mean(zero)) - p) < 4 * math.sqrt(p * (1 - p) / n)
 
 
 def test_shrink_without_members_is_the_parent() -> None:

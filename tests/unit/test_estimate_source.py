@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy.stats import chi2, norm
 from signal_sources import DECAY_S, host_events
 
 from scheduler_core.estimate.change import fit_outcomes, outcome_information
@@ -100,8 +101,8 @@ def test_the_source_regime_sets_theta_at_the_host_and_alpha_per_signal() -> None
         sum_ln_alpha_per_signal=-100.0, alpha_signal_pairs=100.0,
     )  # fmt: skip
     chain = prior_chain(ROOT, evidence, None, host, PSEUDO)
-    cv2 = evidence.theta_cv2(z=2.0)
-    assert cv2 == pytest.approx((2.0 + 2.0 * math.sqrt(100.0)) / 400.0)
+    cv2 = evidence.theta_cv2(z=2.0)  # Q = 52 less χ²(50)'s lower Φ(−2) quantile
+    assert cv2 == pytest.approx((52.0 - chi2.ppf(norm.sf(2.0), 50.0)) / 400.0)
     shape = 1.0 / cv2
     assert chain["theta"].shape == pytest.approx(shape)
     assert (chain["theta"].shape - 1.0) / chain["theta"].rate == pytest.approx(0.5)  # θ_h
