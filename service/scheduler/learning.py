@@ -40,6 +40,8 @@ from scheduler_core.estimate.learn import (
 )
 from scheduler_core.estimate.members import members
 from scheduler_core.estimate.rates import decayed_count, decayed_exposure
+from scheduler_core.multipliers import drift_tolerance
+from scheduler_core.params import FloatArray, UrlParams
 from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
@@ -244,23 +246,72 @@ def _moved(cols: EstimateColumns, est: Estimates, tolerance: float) -> np.ndarra
     return np.asarray((rel > tolerance).any(axis=1))
 
 
+def _stale(cols: EstimateColumns, lambdas: FloatArray, tolerance: float) -> np.ndarray:
+    """True where a URL ever crawled holds a threshold computed for a Λ that drifted from
+    its host's Λ_h now (``lambdas``, shape (m,)) by more than ``tolerance`` (relative),
+    as a rescoring pass would find its host: a pass leaves out the URLs never crawled
+    (due at their registration whatever their threshold), so a URL's first crawl
+    brings it here with the Λ of its registration."""
+    scored = cols.params[:, 6]
+    crawled = ~np.isnan(cols.params[:, 7])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        drift = np.abs(np.log(lambdas / scored))
+    off = ~(drift <= math.log1p(tolerance)) & (lambdas > 0)  # NaN Λ scored: never scored
+    return np.asarray(crawled & off)
+
+
+async def _stale_of(ctx: Context, cols: EstimateColumns, lam_of: dict[str, float]) -> np.ndarray:
+    """:func:`_stale` of ``cols`` at their hosts' Λ_h (``lam_of``), at the rescorer's
+    tolerance (:func:`~scheduler_core.multipliers.drift_tolerance`)."""
+    now = np.array([lam_of[h] for h in cols.hosts], dtype=np.float64)
+    lam0 = await ctx.store.lambda0_tracker()
+    return _stale(cols, now, drift_tolerance(ctx.settings.rescore_tolerance, lam0, ctx.tracker))
+
+
 async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
-    """Write the estimates that moved (all with ``force``) with thresholds at their
-    hosts' Λ_h; returns how many URLs were re-scored."""
+    """Write the estimates that moved (all with ``force``), and those of URLs whose
+    threshold went stale (:func:`_stale`), with thresholds at their hosts' Λ_h; returns
+    how many URLs were re-scored."""
     cols, est = learned.columns, learned.estimates
     if not len(cols):
         return 0
+    lam_of = await ctx.store.host_thresholds(sorted(set(cols.hosts)))
     moved = np.ones(len(cols), dtype=bool)
     if not force:
-        moved = _moved(cols, est, ctx.settings.relearn_tolerance)
+        moved = _moved(cols, est, ctx.settings.relearn_tolerance) | await _stale_of(
+            ctx, cols, lam_of
+        )
     idx = np.flatnonzero(moved)
+    return await _rescore_rows(ctx, cols, idx, est.params.take(idx), lam_of)
+
+
+async def _rescore_fixed(ctx: Context, cols: EstimateColumns) -> int:
+    """The URLs of ``cols`` whose parameters are fixed (not estimated) and whose
+    threshold went stale (:func:`_stale`: a URL's first crawl, after passes that left
+    it out) get one at their host's Λ_h; returns how many."""
+    rows = np.flatnonzero(cols.fixed)
+    if rows.size == 0:
+        return 0
+    sub = cols.take(rows)
+    lam_of = await ctx.store.host_thresholds(sorted(set(sub.hosts)))
+    idx = np.flatnonzero(await _stale_of(ctx, sub, lam_of))
+    return await _rescore_rows(ctx, sub, idx, params_of_table(sub.params[idx]), lam_of)
+
+
+async def _rescore_rows(
+    ctx: Context,
+    cols: EstimateColumns,
+    idx: np.ndarray,
+    params: UrlParams,
+    lam_of: dict[str, float],
+) -> int:
+    """Write ``params`` (those of rows ``idx`` of ``cols``) with thresholds at their
+    hosts' Λ_h (``lam_of``); returns how many URLs."""
     if idx.size == 0:
         return 0
     rows = idx.tolist()
     hosts = [cols.hosts[i] for i in rows]
-    lam_of = await ctx.store.host_thresholds(sorted(set(hosts)))
     lambdas = np.array([lam_of[h] for h in hosts])
-    params = est.params.take(idx)
     previous = cols.params[idx, 4]
     terms = ctx.settings.value_terms
     thr = await _compute(int(idx.size), thresholds, params, lambdas, terms, previous)
@@ -279,12 +330,13 @@ async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
 
 async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> int:
     """Re-estimate the named URLs from their stored history (W and γ only without
-    ``outcomes``); re-score those whose parameters moved.  Returns how many were
+    ``outcomes``); re-score those whose parameters moved, and those whose threshold
+    went stale (fixed ones too: :func:`_rescore_fixed`).  Returns how many were
     re-scored."""
     if not urls:
         return 0
     cols = await ctx.store.estimate_columns(sorted(set(urls)))
-    return await apply(ctx, await learn(ctx, cols, outcomes))
+    return await apply(ctx, await learn(ctx, cols, outcomes)) + await _rescore_fixed(ctx, cols)
 
 
 async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:

@@ -5,6 +5,11 @@ moment; when Λ_h moves by more than ``rescore_tolerance``, or by more than λ�
 noise where that is larger (:func:`scheduler_core.multipliers.drift_tolerance`), the
 host's URLs are re-thresholded, host by host, in the background.
 
+A URL never crawled is due at its registration whatever its threshold: a pass leaves
+it out, and the fold gives it a threshold with its first crawl
+(:func:`service.scheduler.learning.apply`).  A fresh frontier of millions of URLs then
+costs no rescoring until it is crawled.
+
 A pass reads and writes back in slices of whole hosts, about ``rescore_slice`` URLs
 each, and the process serves what waits between slices (with the embedded store the
 pass shares the API's event loop, and these steps are Python work on its records).
@@ -53,19 +58,25 @@ async def rescore_once(ctx: Context) -> int:
         k += len(part)
         cols = await ctx.store.rescore_columns(part)
         slices.append(cols)
-        # the next slice's host count from this one's URLs per host
-        take = max(1, round(s.rescore_slice * len(part) / len(cols))) if len(cols) else 2 * take
+        # the next slice's host count from this one's URLs per host (those read)
+        seen = len(cols) + cols.never_crawled
+        take = max(1, round(s.rescore_slice * len(part) / seen)) if seen else 2 * take
         await asyncio.sleep(0)
     total = sum(len(c) for c in slices)
-    ctx.metrics.rescore_backlog.set(max(0, found.urls - total))
-    if not total:
+    read = total + sum(c.never_crawled for c in slices)
+    ctx.metrics.rescore_backlog.set(max(0, found.urls - read))
+    if not slices:
         return 0
-    p = np.concatenate([c.params for c in slices])
-    params = params_of_table(p)
-    lambdas = np.concatenate([c.row_lambdas() for c in slices])
-    args = (params, lambdas, s.value_terms, p[:, 4])
-    # a large search in a thread: numpy and scipy release the GIL over large arrays
-    thr = await asyncio.to_thread(thresholds, *args) if total >= _THREAD_MIN else thresholds(*args)
+    thr = np.empty(0)
+    if total:
+        p = np.concatenate([c.params for c in slices])
+        params = params_of_table(p)
+        lambdas = np.concatenate([c.row_lambdas() for c in slices])
+        args = (params, lambdas, s.value_terms, p[:, 4])
+        # a large search in a thread: numpy and scipy release the GIL over large arrays
+        big = total >= _THREAD_MIN
+        thr = await asyncio.to_thread(thresholds, *args) if big else thresholds(*args)
+    # every host gets its scored Λ, those whose URLs were all left out too
     k = 0
     for cols in slices:
         await asyncio.sleep(0)

@@ -514,10 +514,11 @@ class Store(Protocol):
         ...
 
     async def rescore_columns(self, stale: Sequence[tuple[str, float]]) -> RescoreColumns:
-        """The parameters and stored ι of every URL of the hosts ``stale`` ((host, Λ_h)
-        pairs, as :meth:`hosts_needing_rescore` gives them in ``hosts``), as columns
-        (:class:`~service.store.columns.RescoreColumns`: what :meth:`host_urls` gives,
-        without a snapshot per URL)."""
+        """The parameters and stored ι of every URL ever crawled of the hosts ``stale``
+        ((host, Λ_h) pairs, as :meth:`hosts_needing_rescore` gives them in ``hosts``), as
+        columns (:class:`~service.store.columns.RescoreColumns`: what :meth:`host_urls`
+        gives, without a snapshot per URL), and how many were left out as never
+        crawled (due at their registration whatever their threshold)."""
         ...
 
     async def set_rescored(

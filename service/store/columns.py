@@ -162,6 +162,10 @@ class RescoreColumns:
     params : ndarray, shape (m, 5), float64
         Per row W (1/s), Δ (1/s), recall, ν (1/s) and the stored ι (s), in that order
         (:data:`RESCORE_FIELDS`).
+    never_crawled : int
+        The hosts' URLs left out: never crawled, a URL is due at its registration
+        whatever its threshold, and gets one when its first crawl is folded
+        (:func:`service.scheduler.learning.apply`).
     """
 
     hosts: list[str]
@@ -169,6 +173,7 @@ class RescoreColumns:
     counts: npt.NDArray[np.int64]
     urls: list[str]
     params: npt.NDArray[np.float64]
+    never_crawled: int = 0
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -186,8 +191,12 @@ def rescore_table(
     stale: Sequence[tuple[str, float]], per_host: Sequence[Sequence[Any]]
 ) -> RescoreColumns:
     """:class:`RescoreColumns` of hosts ``stale`` ((host, Λ_h) pairs) whose URLs are
-    ``per_host`` (objects with the :data:`RESCORE_FIELDS` attributes and ``url``, one
-    sequence per host, in URL order)."""
+    ``per_host`` (objects with the :data:`RESCORE_FIELDS` attributes, ``url`` and
+    ``last_crawl_at``, one sequence per host, in URL order); the URLs never crawled are
+    left out and counted."""
+    kept = [[u for u in urls if u.last_crawl_at is not None] for urls in per_host]
+    never = sum(len(a) - len(b) for a, b in zip(per_host, kept, strict=True))
+    per_host = kept
     rows = [u for urls in per_host for u in urls]
     params = np.array(
         [(u.weight, u.change_rate, u.recall, u.false_signal_rate, u.threshold_s) for u in rows],
@@ -199,4 +208,5 @@ def rescore_table(
         counts=np.array([len(urls) for urls in per_host], dtype=np.int64),
         urls=[u.url for u in rows],
         params=params,
+        never_crawled=never,
     )

@@ -28,6 +28,7 @@ __all__ = ["ESTIMATE_FIELDS", "EstimateColumns", "estimate_table"]
 #: The columns of :attr:`EstimateColumns.params`.
 ESTIMATE_FIELDS = (
     "weight", "change_rate", "recall", "false_signal_rate", "threshold_s", "registered_at",
+    "scored_lambda", "last_crawl_at",
 )  # fmt: skip
 
 FloatArray = npt.NDArray[np.float64]
@@ -42,9 +43,10 @@ class EstimateColumns:
     urls, hosts : list of str, length m
     priors : list of UrlPrior, length m
         What each URL was registered with (``fixed``: those are its parameters).
-    params : ndarray, shape (m, 6), float64
-        W (1/s), Δ (1/s), recall, ν (1/s), the stored ι (s) and the registration time
-        (Unix s), in that order (:data:`ESTIMATE_FIELDS`).
+    params : ndarray, shape (m, 8), float64
+        W (1/s), Δ (1/s), recall, ν (1/s), the stored ι (s), the registration time
+        (Unix s), the Λ that ι was computed for (W·s) and the last crawl (Unix s; NaN:
+        never crawled), in that order (:data:`ESTIMATE_FIELDS`).
     clicks, signals : ndarray, shape (m, 2), float64
         Decayed count (mass) and the time it is held at (Unix s; NaN: no event yet).
     outcome_tau, outcome_n : ndarray, shape (N,), float64
@@ -108,7 +110,8 @@ def estimate_table(
     params = np.array(
         [
             (r.weight, r.change_rate, r.recall, r.false_signal_rate, r.threshold_s,
-             r.registered_at)
+             r.registered_at, r.scored_lambda,
+             nan if r.last_crawl_at is None else r.last_crawl_at)
             for r in rows
         ],
         dtype=np.float64,

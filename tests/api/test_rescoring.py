@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import numpy as np
 import pytest
@@ -12,9 +13,10 @@ from service.clock import ManualClock
 from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.scheduler.dispatch import dispatch
+from service.scheduler.learning import relearn
 from service.scheduler.rescoring import rescore_once
 from service.settings import Settings
-from service.store.base import UrlRecord
+from service.store.base import CrawlOutcome, EventStatus, UrlPrior, UrlRecord
 from service.store.memory import MemoryStore
 
 pytestmark = pytest.mark.anyio
@@ -135,3 +137,73 @@ async def test_drifts_within_lambda0_noise_are_not_rescored() -> None:
     assert sorted(h for h, _ in beyond.hosts) == sorted(hosts[1::2])
     assert await rescore_once(ctx) == beyond.urls == HOSTS * PER_HOST // 2
     assert ctx.metrics.registry.get_sample_value("crawlsched_rescore_tolerance") == noise
+
+
+async def test_urls_never_crawled_get_a_threshold_with_their_first_crawl() -> None:
+    """A pass leaves out the URLs never crawled (due at their registration whatever
+    their threshold); the first crawl result folded gives such a URL a threshold at its
+    host's Λ_h now, as the pass would have."""
+    store = MemoryStore(shards=4)
+    fresh = [  # their parameters fixed: a crawl result does not move them
+        dataclasses.replace(
+            r, last_crawled_at=None, url=r.url + "-new",
+            prior=UrlPrior(weight=r.weight, change_rate=r.change_rate, recall=r.recall,
+                           false_signal_rate=r.false_signal_rate, fixed=True),
+        )
+        for r in _records()
+        if r.url.endswith("/0")
+    ]  # fmt: skip
+    alone = [  # a host whose URLs were all never crawled
+        dataclasses.replace(r, last_crawled_at=None, url=f"https://new.example/{k}",
+                            host="new.example")
+        for k, r in enumerate(_records()[:3])
+    ]  # fmt: skip
+    await store.upsert_urls([*_records(), *fresh, *alone], T0)
+    clock = ManualClock(T0)
+    ctx = Context(store, clock, Settings(), Metrics())
+    for _ in range(20):
+        clock.advance(1.0)
+        await dispatch(ctx, 5)
+    found = await store.hosts_needing_rescore(ctx.settings.rescore_tolerance, 10**6)
+    assert found.hosts  # the dispatches moved Λ_h
+    before = {s.url: s for s in await store.get_urls([r.url for r in fresh]) if s is not None}
+    n = await rescore_once(ctx)
+    assert 0 < n <= found.urls - len(fresh) - len(alone)
+    assert ctx.metrics.registry.get_sample_value("crawlsched_rescore_backlog_urls") == 0
+    # every host is scored at its Λ_h, the one without a URL crawled too
+    assert (await store.hosts_needing_rescore(ctx.settings.rescore_tolerance, 10**6)).hosts == []
+    after = await store.get_urls(list(before))
+    assert [(s.threshold_s, s.scored_lambda) for s in after if s is not None] == [
+        (b.threshold_s, b.scored_lambda) for b in before.values()
+    ]
+    # one of them is crawled: the fold re-thresholds it at its host's Λ_h
+    host = next(iter(before.values())).host
+    clock.advance(1.0)
+    got = await store.lease_host(clock.now(), host, 60.0, dispatch_ahead=True)
+    (url,), (lease_id,) = got.urls, got.lease_ids
+    assert url in before  # due at its registration, the head of its host's queue
+    outcome = CrawlOutcome(url, lease_id, clock.now(), ok=True, changed=False)
+    assert await store.settle([outcome], 60.0, 0.0, 64) == [EventStatus.ACCEPTED]
+    await relearn(ctx, [url])
+    (crawled,) = await store.get_urls([url])
+    assert crawled is not None and crawled.weight == before[url].weight  # fixed
+    lam = (await store.host_thresholds([host]))[host]
+    assert crawled is not None and crawled.scored_lambda == lam != before[url].scored_lambda
+    assert crawled.threshold_s != before[url].threshold_s
+
+
+async def test_a_pass_over_hosts_never_crawled_scores_them_all_the_same() -> None:
+    """Hosts whose URLs were all never crawled: a pass rescores no URL, and still
+    leaves each host scored at its Λ_h, so the next pass does not read them again."""
+    store = MemoryStore(shards=4)
+    await store.upsert_urls([dataclasses.replace(r, last_crawled_at=None) for r in _records()], T0)
+    clock = ManualClock(T0)
+    ctx = Context(store, clock, Settings(), Metrics())
+    for _ in range(20):
+        clock.advance(1.0)
+        await dispatch(ctx, 5)
+    tolerance = ctx.settings.rescore_tolerance
+    assert (await store.hosts_needing_rescore(tolerance, 10**6)).hosts
+    assert await rescore_once(ctx) == 0
+    assert (await store.hosts_needing_rescore(tolerance, 10**6)).hosts == []
+    assert ctx.metrics.registry.get_sample_value("crawlsched_rescore_backlog_urls") == 0

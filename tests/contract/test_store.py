@@ -318,6 +318,34 @@ async def test_rescore_columns_read_and_set_hosts_as_columns(store: Store) -> No
     assert [g.state.url for g in grants.grants] == ["https://a.example/2"]
 
 
+async def test_rescore_columns_leave_out_urls_never_crawled(store: Store) -> None:
+    """A URL never crawled is due at its registration whatever its threshold: a
+    rescoring pass reads only the others, counts it, and leaves its ι and Λ scored."""
+    await store.upsert_urls(
+        [
+            rec("https://a.example/1", threshold_s=200.0),
+            rec("https://a.example/2", threshold_s=100.0, last=None),
+            rec("https://b.example/3", last=None),
+        ],
+        T0,
+    )
+    lam = await store.host_thresholds(["a.example", "b.example"])
+    cols = await store.rescore_columns([(h, lam[h]) for h in ("a.example", "b.example")])
+    assert cols.urls == ["https://a.example/1"] and cols.counts.tolist() == [1, 0]
+    assert cols.never_crawled == 2
+    await store.set_rescored(cols, np.array([20.0]))
+    one, two, three = await store.get_urls(
+        ["https://a.example/1", "https://a.example/2", "https://b.example/3"]
+    )
+    assert one is not None and (one.threshold_s, one.scored_lambda) == (20.0, lam["a.example"])
+    assert two is not None and (two.threshold_s, two.scored_lambda, two.due_at) == (
+        100.0, 1.0, T0,
+    )  # fmt: skip
+    assert three is not None and three.due_at == T0
+    # both hosts are scored at their Λ_h now, the one without a URL crawled too
+    assert (await store.hosts_needing_rescore(0.05, 10_000)).hosts == []
+
+
 async def test_multipliers_follow_dispatch_values(store: Store) -> None:
     await store.upsert_urls([rec("https://a.example/x"), rec("https://b.example/y")], T0)
     cfg = TrackerConfig(window=4, clip=10)

@@ -29,9 +29,9 @@ assert OUTCOME_DTYPE.itemsize == OUTCOME.size
 _NO_PRIOR = UrlPrior()
 _NAN = math.nan
 _NO_COUNTS = (0.0, _NAN, 0.0, _NAN)
-#: Where the :data:`ESTIMATE_FIELDS` are among a record's first eight fields (W, Δ,
-#: recall, ν, β, ι, scored Λ, registration time).
-_FIELDS = [0, 1, 2, 3, 5, 7]
+#: Where the :data:`ESTIMATE_FIELDS` are among a record's first nine fields (W, Δ,
+#: recall, ν, β, ι, scored Λ, registration time, last crawl).
+_FIELDS = [0, 1, 2, 3, 5, 7, 6, 8]
 assert len(_FIELDS) == len(ESTIMATE_FIELDS)
 
 
@@ -53,7 +53,7 @@ def decode_estimates(
     windows: list[bytes] = []
     unpack = URL.unpack_from
     for host, ukey, record, est in entries:
-        params.append(unpack(record)[:8])  # W, Δ, recall, ν, β, ι, scored Λ, registered
+        params.append(unpack(record)[:9])  # W, Δ, recall, ν, β, ι, scored Λ, registered, last
         urls.append(expand_url(ukey, host))
         hosts.append(host)
         if not est:
@@ -69,7 +69,7 @@ def decode_estimates(
         windows.append(est[start:])
         per_url.append((len(est) - start) // OUTCOME.size)
     m = len(urls)
-    table = np.array(params, dtype=np.float64).reshape(m, 8)[:, _FIELDS]
+    table = np.array(params, dtype=np.float64).reshape(m, 9)[:, _FIELDS]
     c = np.array(counts, dtype=np.float64).reshape(m, 4)
     outcomes = np.frombuffer(b"".join(windows), dtype=OUTCOME_DTYPE)
     tau = outcomes["tau"]

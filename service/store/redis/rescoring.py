@@ -48,8 +48,10 @@ class RedisRescoring(RedisBase):
         answers = await self._run(calls)
         rows: list[FloatArray] = [np.empty((0, len(RESCORE_FIELDS)))] * len(hosts)
         urls: list[list[str]] = [[] for _ in hosts]
+        never = 0
         for idx, answer in zip(groups.values(), answers, strict=True):
-            for i, (packed, *keys) in zip(idx, answer, strict=True):
+            for i, (packed, left_out, *keys) in zip(idx, answer, strict=True):
+                never += int(left_out)
                 host = hosts[i]
                 found = [expand_url(text(k), host) for k in keys]
                 order = sorted(range(len(found)), key=found.__getitem__)  # URL order
@@ -62,6 +64,7 @@ class RedisRescoring(RedisBase):
             counts=np.array([len(u) for u in urls], dtype=np.int64),
             urls=[u for us in urls for u in us],
             params=np.concatenate(rows) if rows else np.empty((0, len(RESCORE_FIELDS))),
+            never_crawled=never,
         )
 
     @unavailable

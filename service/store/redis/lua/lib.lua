@@ -177,6 +177,11 @@ local function entry_parts(s)
   if form >= 4 then tail = at end
   return times, due, counts, tail
 end
+-- Whether a stored entry's URL was ever crawled (its last crawl time is not NaN).
+local function entry_crawled(s)
+  if string.byte(s, 1) % 2 == 0 then return false end  -- its times all NaN
+  return not isnan((struct.unpack('<d', s, ENTRY_HEAD)))
+end
 -- The lease seq of a stored entry (0: not leased).
 local function entry_lease(s)
   local _, _, counts = entry_parts(s)
