@@ -16,7 +16,10 @@ on W = 100,000 URLs on 5,000 hosts, 10,000 crawls a day, 2 days (``--urls``,
   from ``/proc``); a run with a large figure there is not comparable, repeat it;
 - ``rescored``: the URL thresholds crawlsched's rescoring passes recomputed (one
   pass before every step, as ``crawlsched simulate`` runs it);
-- the ratios to GREEDY of the run time and CPU, against the target (at most 5×).
+- the ratios to GREEDY of the run time and CPU, against the target (at most 5×);
+- where crawlsched's time goes, by tenth of the run: its online λ₀ at the end of
+  each, and the thresholds recomputed and the CPU of its steps (``select``: the
+  rescoring pass and the step's leases) in each.
 
 ``python bench/simspeed.py [--json out.json]`` (~1 min on 2 quiet cores).
 """
@@ -33,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -59,6 +63,58 @@ class Row:
     others: float  # CPU of the rest of the machine over setup and run, share of one core
     accuracy: float
     rescored: float  # crawlsched: URL thresholds its rescoring passes recomputed (else 0)
+
+
+@dataclass
+class Stretch:
+    """crawlsched's steps over one tenth of the run."""
+
+    first_day: float  # simulated day of the stretch's first step
+    lambda0: float  # online λ₀ at the stretch's end, W·s
+    rescored: float  # thresholds its rescoring passes recomputed
+    cpu_s: float  # CPU of its steps' select (the rescoring pass and the leases)
+
+
+#: Stretches the run is split into for the step trace.
+STRETCHES = 10
+
+
+class StepTrace:
+    """λ₀, thresholds recomputed and CPU of every step of a :class:`ServicePolicy`
+    (its ``select`` wrapped, as :func:`run_policy` wraps ``start``)."""
+
+    def __init__(self, policy: ServicePolicy) -> None:
+        self.time_s: list[float] = []
+        self.lambda0: list[float] = []
+        self.rescored: list[float] = []
+        self.cpu_s: list[float] = []
+        select = policy.select
+
+        def traced(now: float, k: int, host_room: Any) -> Any:
+            registry = policy.context.metrics.registry
+            before = registry.get_sample_value("crawlsched_rescored_urls_total") or 0.0
+            cpu0 = time.process_time()
+            out = select(now, k, host_room)
+            self.cpu_s.append(time.process_time() - cpu0)
+            after = registry.get_sample_value("crawlsched_rescored_urls_total") or 0.0
+            self.rescored.append(after - before)
+            self.time_s.append(now)
+            self.lambda0.append(policy.current_lambda0()[1] or float("nan"))
+            return out
+
+        policy.select = traced  # type: ignore[method-assign]
+
+    def stretches(self) -> list[Stretch]:
+        """The steps in :data:`STRETCHES` stretches of (nearly) equal counts."""
+        out = []
+        for part in np.array_split(np.arange(len(self.time_s)), STRETCHES):
+            if part.size:
+                out.append(Stretch(
+                    self.time_s[part[0]] / 86_400.0, self.lambda0[part[-1]],
+                    float(sum(self.rescored[i] for i in part)),
+                    float(sum(self.cpu_s[i] for i in part)),
+                ))  # fmt: skip
+        return out
 
 
 def run_policy(world: World, policy: Policy, crawls_per_step: int) -> Row:
@@ -105,10 +161,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     world = World.generate(spec)
     rows = []
+    trace: StepTrace | None = None
     for name in ("greedy", "crawlsched"):
         policy = build_policy(
             name, seed=a.seed, signal_discard_s=0.0, rescore_every_s=0.0, params=a.params
         )
+        if isinstance(policy, ServicePolicy):
+            trace = StepTrace(policy)
         rows.append(run_policy(world, policy, a.crawls_per_step))
     greedy, ours = rows
     run_ratio, cpu_ratio = ours.run_s / greedy.run_s, ours.run_cpu_s / greedy.run_cpu_s
@@ -125,6 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "setup s",
         "setup CPU s",
         "other processes",
+        "thresholds recomputed",
     )
     for col in cols:
         table.add_column(col, justify="left" if col == "policy" else "right")
@@ -140,13 +200,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"crawlsched ÷ GREEDY: run time {run_ratio:.1f}× (target ≤ {TARGET:g}×: {verdict}), "
         f"run CPU {cpu_ratio:.1f}×"
     )
+    stretches = trace.stretches() if trace is not None else []
+    if stretches:
+        steps = Table(title="crawlsched's steps, by tenth of the run")
+        for col in ("from day", "λ₀ at its end", "thresholds recomputed", "CPU s"):
+            steps.add_column(col, justify="right")
+        for st in stretches:
+            steps.add_row(
+                f"{st.first_day:.2f}", f"{st.lambda0:.3g}", f"{st.rescored:,.0f}", f"{st.cpu_s:.2f}"
+            )
+        console.print(steps)
     if a.json is not None:
         out = {
             "world": {k: getattr(spec, k) for k in ("urls", "hosts", "budget_per_day",
                                                    "duration_days", "seed")},
             "crawls_per_step": a.crawls_per_step, "params": a.params,
             "rows": [asdict(r) for r in rows], "run_ratio": run_ratio, "cpu_ratio": cpu_ratio,
-            "target": TARGET,
+            "target": TARGET, "stretches": [asdict(st) for st in stretches],
         }  # fmt: skip
         a.json.write_text(json.dumps(out, indent=2))
     return 0
