@@ -96,6 +96,32 @@ def test_an_exact_guess_settles_in_one_evaluation(monkeypatch: pytest.MonkeyPatc
     np.testing.assert_array_equal(np.isfinite(again), np.isfinite(exact))
 
 
+def test_a_warm_start_settles_without_a_confirming_evaluation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Λ moved by 5% from the previous thresholds (a rescoring pass): Newton's quadratic
+    convergence predicts the last step, so the evaluation that would only confirm the
+    root is left out (about 4.2 evaluations per row without the prediction, 3.4 with
+    it), and the result keeps the search's precision."""
+    lam = _lam(WORLD)
+    before = threshold_for_value(WORLD, lam)
+    rows: list[int] = []
+    evaluate = threshold._value_and_interval
+
+    def counted(model: _Model, iota: np.ndarray, terms: int | None) -> tuple:
+        rows.append(iota.size)
+        return evaluate(model, iota, terms)
+
+    monkeypatch.setattr(threshold, "_value_and_interval", counted)
+    warm = threshold_for_value(WORLD, lam * 1.05, guess=before)
+    searched = int((~_Model.of(WORLD).greedy & np.isfinite(before) & (before > 0)).sum())
+    assert sum(rows) <= 3.6 * searched
+    monkeypatch.undo()
+    cold = _bracketed(WORLD, lam * 1.05)
+    fin = np.isfinite(cold)
+    np.testing.assert_allclose(warm[fin], cold[fin], rtol=2e-12)
+
+
 def test_guess_shape_is_checked() -> None:
     with pytest.raises(ParameterError, match="guess"):
         threshold_for_value(WORLD, 1.0, guess=np.ones(M + 1))
