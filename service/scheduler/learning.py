@@ -41,7 +41,7 @@ from scheduler_core.estimate.learn import (
 from scheduler_core.estimate.members import members
 from scheduler_core.estimate.rates import decayed_count, decayed_exposure
 from scheduler_core.multipliers import drift_tolerance
-from scheduler_core.params import FloatArray, UrlParams
+from scheduler_core.params import UrlParams
 from service.errors import StoreUnavailable
 from service.scheduler.background import run_leading
 from service.scheduler.context import Context
@@ -246,46 +246,57 @@ def _moved(cols: EstimateColumns, est: Estimates, tolerance: float) -> np.ndarra
     return np.asarray((rel > tolerance).any(axis=1))
 
 
-def _stale(cols: EstimateColumns, lambdas: FloatArray, tolerance: float) -> np.ndarray:
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    """What a write-back compares a URL's scored Λ with: its host's Λ_h now (W·s) and
+    the rescorer's drift tolerance (relative;
+    :func:`~scheduler_core.multipliers.drift_tolerance`)."""
+
+    lam_of: dict[str, float]
+    tolerance: float
+
+
+async def _scores(ctx: Context, hosts: Sequence[str]) -> _Scores:
+    """:class:`_Scores` of ``hosts``: two reads of the store."""
+    lam_of = await ctx.store.host_thresholds(sorted(set(hosts)))
+    lam0 = await ctx.store.lambda0_tracker()
+    return _Scores(lam_of, drift_tolerance(ctx.settings.rescore_tolerance, lam0, ctx.tracker))
+
+
+def _stale(cols: EstimateColumns, scores: _Scores) -> np.ndarray:
     """True where a URL ever crawled holds a threshold computed for a Λ that drifted from
-    its host's Λ_h now (``lambdas``, shape (m,)) by more than ``tolerance`` (relative),
-    as a rescoring pass would find its host: a pass leaves out the URLs never crawled
-    (due at their registration whatever their threshold), so a URL's first crawl
-    brings it here with the Λ of its registration."""
+    its host's Λ_h now by more than the tolerance (``scores``), as a rescoring pass
+    would find its host: a pass leaves out the URLs never crawled (due at their
+    registration whatever their threshold), so a URL's first crawl brings it here with
+    the Λ of its registration."""
+    lambdas = np.array([scores.lam_of[h] for h in cols.hosts], dtype=np.float64)
     scored = cols.params[:, 6]
     crawled = ~np.isnan(cols.params[:, 7])
     with np.errstate(divide="ignore", invalid="ignore"):
         drift = np.abs(np.log(lambdas / scored))
-    off = ~(drift <= math.log1p(tolerance)) & (lambdas > 0)  # NaN Λ scored: never scored
+    off = ~(drift <= math.log1p(scores.tolerance)) & (lambdas > 0)  # NaN scored: never
     return np.asarray(crawled & off)
 
 
-async def _stale_of(ctx: Context, cols: EstimateColumns, lam_of: dict[str, float]) -> np.ndarray:
-    """:func:`_stale` of ``cols`` at their hosts' Λ_h (``lam_of``), at the rescorer's
-    tolerance (:func:`~scheduler_core.multipliers.drift_tolerance`)."""
-    now = np.array([lam_of[h] for h in cols.hosts], dtype=np.float64)
-    lam0 = await ctx.store.lambda0_tracker()
-    return _stale(cols, now, drift_tolerance(ctx.settings.rescore_tolerance, lam0, ctx.tracker))
-
-
-async def apply(ctx: Context, learned: Learned, force: bool = False) -> int:
+async def apply(
+    ctx: Context, learned: Learned, force: bool = False, scores: _Scores | None = None
+) -> int:
     """Write the estimates that moved (all with ``force``), and those of URLs whose
-    threshold went stale (:func:`_stale`), with thresholds at their hosts' Λ_h; returns
-    how many URLs were re-scored."""
+    threshold went stale (:func:`_stale`), with thresholds at their hosts' Λ_h
+    (``scores``, read here when not given); returns how many URLs were re-scored."""
     cols, est = learned.columns, learned.estimates
     if not len(cols):
         return 0
-    lam_of = await ctx.store.host_thresholds(sorted(set(cols.hosts)))
+    if scores is None:
+        scores = await _scores(ctx, cols.hosts)
     moved = np.ones(len(cols), dtype=bool)
     if not force:
-        moved = _moved(cols, est, ctx.settings.relearn_tolerance) | await _stale_of(
-            ctx, cols, lam_of
-        )
+        moved = _moved(cols, est, ctx.settings.relearn_tolerance) | _stale(cols, scores)
     idx = np.flatnonzero(moved)
-    return await _rescore_rows(ctx, cols, idx, est.params.take(idx), lam_of)
+    return await _rescore_rows(ctx, cols, idx, est.params.take(idx), scores.lam_of)
 
 
-async def _rescore_fixed(ctx: Context, cols: EstimateColumns) -> int:
+async def _rescore_fixed(ctx: Context, cols: EstimateColumns, scores: _Scores) -> int:
     """The URLs of ``cols`` whose parameters are fixed (not estimated) and whose
     threshold went stale (:func:`_stale`: a URL's first crawl, after passes that left
     it out) get one at their host's Λ_h; returns how many."""
@@ -293,9 +304,8 @@ async def _rescore_fixed(ctx: Context, cols: EstimateColumns) -> int:
     if rows.size == 0:
         return 0
     sub = cols.take(rows)
-    lam_of = await ctx.store.host_thresholds(sorted(set(sub.hosts)))
-    idx = np.flatnonzero(await _stale_of(ctx, sub, lam_of))
-    return await _rescore_rows(ctx, sub, idx, params_of_table(sub.params[idx]), lam_of)
+    idx = np.flatnonzero(_stale(sub, scores))
+    return await _rescore_rows(ctx, sub, idx, params_of_table(sub.params[idx]), scores.lam_of)
 
 
 async def _rescore_rows(
@@ -336,7 +346,11 @@ async def relearn(ctx: Context, urls: Sequence[str], outcomes: bool = True) -> i
     if not urls:
         return 0
     cols = await ctx.store.estimate_columns(sorted(set(urls)))
-    return await apply(ctx, await learn(ctx, cols, outcomes)) + await _rescore_fixed(ctx, cols)
+    if not len(cols):
+        return 0
+    scores = await _scores(ctx, cols.hosts)  # once, for the estimated and the fixed rows
+    learned = await learn(ctx, cols, outcomes)
+    return await apply(ctx, learned, scores=scores) + await _rescore_fixed(ctx, cols, scores)
 
 
 async def flush_relearn(ctx: Context, budget_s: float | None = None) -> int:

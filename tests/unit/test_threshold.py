@@ -78,9 +78,8 @@ def test_a_guess_changes_the_work_not_the_result(params: UrlParams) -> None:
         np.testing.assert_allclose(warm[fin], cold[fin], rtol=1e-11)
 
 
-def test_an_exact_guess_settles_in_one_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
-    lam = _lam(WORLD)
-    exact = threshold_for_value(WORLD, lam)
+def _count_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of every evaluation of V the threshold search makes from now on."""
     rows: list[int] = []
     evaluate = threshold._value_and_interval
 
@@ -89,8 +88,20 @@ def test_an_exact_guess_settles_in_one_evaluation(monkeypatch: pytest.MonkeyPatc
         return evaluate(model, iota, terms)
 
     monkeypatch.setattr(threshold, "_value_and_interval", counted)
+    return rows
+
+
+def _searched(p: UrlParams, thr: np.ndarray) -> int:
+    """URLs the Newton search takes (not GREEDY's closed form, finite and > 0)."""
+    return int((~_Model.of(p).greedy & np.isfinite(thr) & (thr > 0)).sum())
+
+
+def test_an_exact_guess_settles_in_one_evaluation(monkeypatch: pytest.MonkeyPatch) -> None:
+    lam = _lam(WORLD)
+    exact = threshold_for_value(WORLD, lam)
+    rows = _count_evaluations(monkeypatch)
     again = threshold_for_value(WORLD, lam, guess=exact)
-    searched = int((~_Model.of(WORLD).greedy & np.isfinite(exact) & (exact > 0)).sum())
+    searched = _searched(WORLD, exact)
     assert rows and rows[0] == searched
     assert sum(rows) <= 1.2 * searched  # a few rows need a second step at rounding level
     np.testing.assert_array_equal(np.isfinite(again), np.isfinite(exact))
@@ -105,16 +116,9 @@ def test_a_warm_start_settles_without_a_confirming_evaluation(
     it), and the result keeps the search's precision."""
     lam = _lam(WORLD)
     before = threshold_for_value(WORLD, lam)
-    rows: list[int] = []
-    evaluate = threshold._value_and_interval
-
-    def counted(model: _Model, iota: np.ndarray, terms: int | None) -> tuple:
-        rows.append(iota.size)
-        return evaluate(model, iota, terms)
-
-    monkeypatch.setattr(threshold, "_value_and_interval", counted)
+    rows = _count_evaluations(monkeypatch)
     warm = threshold_for_value(WORLD, lam * 1.05, guess=before)
-    searched = int((~_Model.of(WORLD).greedy & np.isfinite(before) & (before > 0)).sum())
+    searched = _searched(WORLD, before)
     assert sum(rows) <= 3.6 * searched
     monkeypatch.undo()
     cold = _bracketed(WORLD, lam * 1.05)
