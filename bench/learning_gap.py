@@ -1,7 +1,7 @@
 """Where learned parameters lose freshness against the oracle, in process.
 
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
-                                 [--variant NAME ...] [--classes]
+                                 [--variant NAME ...] [--truth-from-day D] [--classes]
 
 (a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
 worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
@@ -18,6 +18,10 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
 - ``true-alpha-theta``: learned, α and θ replaced by the truth (W and γ learned);
 - ``true-w``, ``true-gamma``, ``true-alpha``, ``true-theta``: learned, that one
   parameter replaced by the truth;
+- ``true-source``: learned, but the signal source's quality true: θ, and α/γ (α =
+  γ·p(1 − r)/r, a host's own constant where recall and precision are the host's,
+  ``signal_quality: per_host``), with α at the learned γ: what pooling a host's
+  outcomes into its source's quality could give at best;
 - ``exact-prior``: learned W and γ; α and θ from the posterior mean of (α,
   precision) on a 24 × 15 grid whose prior is the world's own true population of
   (α, precision) (a histogram of the truth): the best any population prior can
@@ -26,7 +30,10 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   simulated day, the grid weights are refitted by EM to every URL's outcomes (the
   grid's nonparametric maximum likelihood, α up to 3/day).
 
-The swaps wrap ``service.scheduler.learning.learn`` (the one function every
+With ``--truth-from-day D`` the ``true-*`` swaps start on simulated day D (the
+estimates before it stay learned): how much of a variant's gain lies in the first D
+days, while the service knows little of each URL.  The swaps wrap
+``service.scheduler.learning.learn`` (the one function every
 estimate of the service goes through: the relearn queue and the background
 learner); nothing else changes.  Prints freshness (click-weighted, after the
 warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offline
@@ -64,7 +71,7 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
-    "true-alpha", "true-theta", "exact-prior", "em-prior",
+    "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -139,14 +146,21 @@ Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
 Refresh = Callable[[Context], Awaitable[None]]
 
 
-def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
+def _swap(
+    world: World, variant: str, truth_from_s: float = 0.0
+) -> tuple[Swap | None, Refresh | None]:
     """The post-processing of every estimate for ``variant`` (None: none), and what
-    to run before it (em-prior: refit the population once a simulated day)."""
+    to run before it (em-prior: refit the population once a simulated day); the
+    ``true-*`` swaps from simulated time ``truth_from_s`` (s) on."""
     if variant in ("oracle", "learned"):
         return None, None
     index = {u: i for i, u in enumerate(world.urls)}
     p = world.params
     true_theta = -np.log1p(-np.minimum(p.precision, 1 - 1e-12))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha_per_signal = np.where(
+            p.signal_rate > 0, p.unsignalled_change_rate / p.signal_rate, 0.0
+        )
     prior = (
         GridPrior(ALPHA_TOP)
         if variant == "em-prior"
@@ -156,10 +170,14 @@ def _swap(world: World, variant: str) -> tuple[Swap | None, Refresh | None]:
     def swap(ctx: Context, cols: EstimateColumns, est: Estimates) -> Estimates:
         idx = np.array([index[u] for u in cols.urls], dtype=np.int64)
         w, g, a, t = est.weight, est.signal_rate, est.alpha, est.theta
+        if variant.startswith("true-") and ctx.clock.now() < truth_from_s:
+            return est
         if variant == "true-w-gamma":
             w, g = p.weight[idx], p.signal_rate[idx]
         elif variant == "true-alpha-theta":
             a, t = p.unsignalled_change_rate[idx], true_theta[idx]
+        elif variant == "true-source":
+            a, t = alpha_per_signal[idx] * g, true_theta[idx]
         elif variant in ("true-w", "true-gamma", "true-alpha", "true-theta"):
             truth = {
                 "true-w": p.weight, "true-gamma": p.signal_rate,
@@ -205,9 +223,10 @@ class Run:
     final: UrlParams
 
 
-def run(world: World, variant: str) -> Run:
-    """One variant on ``world`` (host limits on, 5 crawls a step)."""
-    swap, refresh = _swap(world, variant)
+def run(world: World, variant: str, truth_from_s: float = 0.0) -> Run:
+    """One variant on ``world`` (host limits on, 5 crawls a step); the ``true-*``
+    swaps from simulated time ``truth_from_s`` (s) on."""
+    swap, refresh = _swap(world, variant, truth_from_s)
     real = learning.learn
 
     async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Any:
@@ -297,6 +316,10 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=200.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--variant", action="append", choices=VARIANTS, default=None)
+    ap.add_argument(
+        "--truth-from-day", type=float, default=0.0,
+        help="the true-* variants' swaps start on this simulated day",
+    )  # fmt: skip
     ap.add_argument("--classes", action="store_true", help="print the per-class table")
     args = ap.parse_args()
     variants = args.variant or list(VARIANTS)
@@ -316,12 +339,13 @@ def main() -> None:
     runs: dict[str, Run] = {}
     for v in variants:
         console.log(f"running {v} ...")
-        runs[v] = run(world, v)
+        runs[v] = run(world, v, args.truth_from_day * DAY_S)
     oracle = runs["oracle"].freshness
     table = Table(
         title=f"{args.world}: {args.urls:,} URLs, {args.days:g} days, "
         f"{spec.budget_per_day:g} crawls a day, seed {args.seed}: the service in process, "
         "host limits on, 5 crawls a step"
+        + (f"; truth from day {args.truth_from_day:g}" if args.truth_from_day else "")
     )
     cols = (
         "variant", "freshness", "± s.e.", "÷ oracle", "λ₀ ÷ solver's", "λ₀ ÷ solver's, own",
