@@ -48,6 +48,56 @@ end
 return out
 """
 
+#: The Redis commands ``lease.lua`` runs, with none of its logic: per shard (``fl:<s>:``
+#: keys) a read of its deadlines (expiry), its due hosts from its ready set WITH SCORES
+#: (its share of the batch), their host records (HMGET) and the lease counter; per host
+#: ZPOPMIN of its queue, HGET and HSET of the URL's record and the queue's next head
+#: WITH SCORES; per shard the host records (HSET), the hosts' new readiness (ZADD), the
+#: lease records (HSET) and one deadline (ZADD).  ARGV: the batch, S shards, the
+#: deadline, a nonce.  What the store's layout costs before any of its code runs.
+FLOOR_DISPATCH_LUA = """
+local n, S, deadline, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local per = math.ceil(1.1 * n / S)
+local out = 0
+for s = 0, S - 1 do
+  local p = 'fl:' .. s .. ':'
+  redis.call('ZRANGEBYSCORE', p .. 'deadlines', '-inf', '0')
+  local got = redis.call('ZRANGEBYSCORE', p .. 'ready', '-inf', '+inf', 'WITHSCORES',
+                         'LIMIT', 0, per)
+  if #got > 0 then
+    local hosts = {}
+    for i = 1, #got, 2 do hosts[#hosts + 1] = got[i]; local _ = tonumber(got[i + 1]) end
+    local recs = redis.call('HMGET', p .. 'hosts', unpack(hosts))
+    local seq = redis.call('HINCRBY', p .. 'meta', 'lseq', #hosts) - #hosts
+    local host_recs, ready, leases = {}, {}, {}
+    for i, h in ipairs(hosts) do
+      local m = redis.call('ZPOPMIN', 'raw:q:' .. h)[1]
+      if m then
+        local rec = redis.call('HGET', 'raw:u:' .. h, m)
+        redis.call('HSET', 'raw:u:' .. h, m, string.sub(rec, 1, -5) .. nonce)
+        local head = redis.call('ZRANGE', 'raw:q:' .. h, 0, 0, 'WITHSCORES')
+        host_recs[#host_recs + 1] = h
+        host_recs[#host_recs + 1] = recs[i]
+        ready[#ready + 1] = head[2] or '0'
+        ready[#ready + 1] = h
+        leases[#leases + 1] = seq + i
+        leases[#leases + 1] = nonce .. string.rep(' ', 47) .. h .. ' ' .. m
+        out = out + 1
+      end
+    end
+    if out > 0 then
+      redis.call('HSET', p .. 'hosts', unpack(host_recs))
+      redis.call('ZADD', p .. 'ready', unpack(ready))
+      redis.call('HSET', p .. 'leases', unpack(leases))
+      redis.call('ZADD', p .. 'deadlines', deadline, seq .. ':' .. #hosts)
+    end
+  end
+end
+return out
+"""
+#: Size of a host record as ``lease.lua`` writes it (``lua/lib.lua`` HOST_ALL).
+HOST_RECORD_BYTES = 60
+
 RAW_EVENTS_LUA = """
 for i = 1, #ARGV, 2 do
   local k = 'raw:u:' .. ARGV[i]

@@ -16,7 +16,10 @@ registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
   (``settle.lua``), per result;
 - **raw dispatch** / **raw event**: the work ``dispatch.py`` calls raw Redis (per URL
   ZPOPMIN + HGET + HSET + ZADD, per event HGET + HSET), one Lua script per batch of the
-  same size, on the same server (its own database), per unit.
+  same size, on the same server (its own database), per unit;
+- **design floor**: the commands ``lease.lua`` runs for a batch of ``--n`` URLs over
+  the store's shards, with none of its logic (``raw_redis.FLOOR_DISPATCH_LUA``, on raw
+  Redis's keys), per URL: what the store's layout costs before any of its code runs.
 
 Each figure is Redis's ``EVALSHA`` time (``INFO commandstats``) over the round ÷ the
 units; the table gives the minimum and the median over the rounds, ours ÷ raw, and
@@ -50,7 +53,14 @@ from rich.table import Table
 
 import callgrind
 from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
-from raw_redis import RAW_DB, RAW_DISPATCH_LUA, RAW_EVENTS_LUA, RECORD_BYTES
+from raw_redis import (
+    FLOOR_DISPATCH_LUA,
+    HOST_RECORD_BYTES,
+    RAW_DB,
+    RAW_DISPATCH_LUA,
+    RAW_EVENTS_LUA,
+    RECORD_BYTES,
+)
 from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
 from service.app import open_store
 from service.clock import SystemClock
@@ -84,6 +94,17 @@ def raw_prepare(client: redis.Redis, hosts: int, per_host: int) -> None:
     pipe.execute()
 
 
+def floor_prepare(client: redis.Redis, hosts: int, shards: int) -> None:
+    """The shard keys of :data:`FLOOR_DISPATCH_LUA` over the hosts of :func:`raw_prepare`:
+    host ``h`` in shard ``h mod shards``, its record and its readiness (its queue's head)."""
+    pipe = client.pipeline(transaction=False)
+    for h in range(hosts):
+        p = f"fl:{h % shards}:"
+        pipe.hset(p + "hosts", str(h), bytes(HOST_RECORD_BYTES))
+        pipe.zadd(p + "ready", {str(h): 0})
+    pipe.execute()
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     counting = args.meter == "instructions"
     prof = Path(tempfile.mkdtemp(prefix="crawlsched-callgrind-")) if counting else None
@@ -114,9 +135,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         raw = redis.Redis(port=server.port, db=RAW_DB)
         raw_prepare(raw, args.hosts, per_host)
-        raw_dispatch, raw_events = (
+        floor_prepare(raw, args.hosts, settings.shards)
+        raw_dispatch, raw_events, floor_dispatch = (
             raw.register_script(RAW_DISPATCH_LUA),
             raw.register_script(RAW_EVENTS_LUA),
+            raw.register_script(FLOOR_DISPATCH_LUA),
         )
         clock = t_event = time.time()
         host_cursor = 0
@@ -158,6 +181,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             host_cursor += args.n
             return int(raw_dispatch(args=[*hosts, repr(clock + 3_600.0), "abcd"])), 0.0
 
+        async def floor_lease() -> tuple[int, float]:
+            deadline = str(int((clock + 3_600.0) * 1e6))
+            return int(floor_dispatch(args=[args.n, settings.shards, deadline, "abcd"])), 0.0
+
         async def raw_event() -> tuple[int, float]:
             pairs = [
                 x
@@ -170,6 +197,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         result_calls = max(1, args.calls // 10)
         work: dict[str, tuple[Callable[[], Awaitable[tuple[int, float]]], int]] = {
             "lease": (lease, args.calls), "raw dispatch": (raw_lease, args.calls),
+            "design floor": (floor_lease, args.calls),
             "signal": (signals, args.calls), "click": (clicks, args.calls),
             "result": (results, result_calls), "raw event": (raw_event, args.calls),
         }  # fmt: skip
@@ -207,6 +235,7 @@ def table(out: dict[str, Any]) -> Table:
     scale = 1e-3 if counting else 1.0
     pu = out["per_unit_us"]
     rows = [("lease", "URL leased", "raw dispatch"), ("raw dispatch", "URL", None),
+            ("design floor", "URL", "raw dispatch"),
             ("signal", "signal", "raw event"), ("click", "click", "raw event"),
             ("result", "crawl result", "raw event"), ("raw event", "event", None)]  # fmt: skip
     for name, unit, raw in rows:
