@@ -28,7 +28,17 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   give, learned or configured, to a scheduler that plugs in a point estimate;
 - ``em-prior``: the same posterior mean, the population learned instead: once a
   simulated day, the grid weights are refitted by EM to every URL's outcomes (the
-  grid's nonparametric maximum likelihood, α up to 3/day).
+  grid's nonparametric maximum likelihood, α up to 3/day);
+- ``host-posterior``: learned, but each host's signal source taken as one (α/γ, θ):
+  once a simulated day, each host's posterior on a 31 × 21 grid (α/γ geometric over
+  1e-3 … 1e3, θ over 1e-3 … 10) given all its URLs' outcomes, each URL's γ integrated
+  over the Gamma posterior of its signal counts (8 quantiles), under the hosts'
+  population (the grid's NPMLE over the hosts, by EM); α = (α/γ)_h·γ̂ and θ = θ_h,
+  the posterior's geometric means, replace the learned ones;
+- ``source-posterior``: the same, only while the outcomes say that signal quality is
+  each host's source's: the log Bayes factor of that model against each URL drawing
+  its own (α/γ, θ) from a population of URLs (their own NPMLE), on the same
+  outcomes, above ln 20 (the day it first passes is printed).
 
 With ``--truth-from-day D`` the ``true-*`` swaps start on simulated day D (the
 estimates before it stay learned): how much of a variant's gain lies in the first D
@@ -56,6 +66,8 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from scipy.special import logsumexp
+from scipy.stats import gamma as gamma_dist
 
 import service.scheduler.learning as learning
 from anchors import WORLDS, world_spec
@@ -71,7 +83,8 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
-    "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior",
+    "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
+    "source-posterior",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -80,6 +93,41 @@ ALPHA_BINS, PRECISION_BINS = 24, 15
 ALPHA_TOP = 3.0 / DAY_S
 #: em-prior: simulated seconds between two fits of the population, and EM iterations.
 EM_EVERY_S, EM_ITERS = DAY_S, 200
+#: host-posterior: points of the α/γ grid (geometric, 1e-3 … 1e3) and quantiles of
+#: each URL's γ posterior averaged over.
+HOST_C_POINTS, HOST_THETA_POINTS, GAMMA_POINTS = 31, 21, 8
+#: source-posterior: the evidence (log Bayes factor, nats) above which it takes the
+#: hosts' posteriors: 20 to 1.
+SOURCE_EVIDENCE = float(np.log(20.0))
+#: host-posterior: least weight of an atom in the populations' EM (no atom dies).
+HOST_EM_FLOOR = 1e-12
+
+
+def _outcome_log_likelihood(x: FloatArray, z: np.ndarray) -> FloatArray:
+    """ln P(each outcome) of the log-link model (paper 004 App. E), η = ``x``: ln(1 −
+    e^{−η}) where changed (``z``), −η where not; same shape as ``x``."""
+    changed = np.log(-np.expm1(-np.maximum(x, 1e-300)))
+    return np.asarray(np.where(z, changed, -x))
+
+
+def _posterior(log_prior: FloatArray, log_lik: FloatArray) -> FloatArray:
+    """Posterior weights over the atoms, (members, atoms)."""
+    log_post = log_prior + log_lik
+    w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+    return np.asarray(w / w.sum(axis=1, keepdims=True))
+
+
+def _em(
+    log_lik: FloatArray, iters: int, log_prior: FloatArray | None = None, floor: float = 1e-300
+) -> FloatArray:
+    """The grid NPMLE of a population: log prior weights over the atoms fitted by EM
+    to members' log-likelihoods (members, atoms), from ``log_prior`` (uniform), each
+    weight kept at ``floor`` or more."""
+    if log_prior is None:
+        log_prior = np.full(log_lik.shape[1], -np.log(log_lik.shape[1]))
+    for _ in range(iters):
+        log_prior = np.log(np.maximum(_posterior(log_prior, log_lik).mean(axis=0), floor))
+    return log_prior
 
 
 class GridPrior:
@@ -117,29 +165,75 @@ class GridPrior:
                 self.alpha[None, :, None] * tau[sl, None, :]
                 + self.theta[None, :, None] * n[sl, None, :]
             )
-            changed = np.log(-np.expm1(-np.maximum(x, 1e-300)))
-            ll = np.where(z[sl, None, :], changed, -x)
+            ll = _outcome_log_likelihood(x, z[sl, None, :])
             out[sl] = np.where(mask[sl, None, :], ll, 0.0).sum(axis=2)
         return out
-
-    def _posterior(self, loglik: FloatArray) -> FloatArray:
-        log_post = self.log_prior + loglik
-        w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
-        return np.asarray(w / w.sum(axis=1, keepdims=True))
 
     def fit(self, loglik: FloatArray, iters: int) -> None:
         """The prior weights by EM (the grid NPMLE of the population) from URLs'
         log-likelihoods (m, atoms), starting from the current weights."""
-        for _ in range(iters):
-            post = self._posterior(loglik)
-            self.log_prior = np.log(np.maximum(post.mean(axis=0), 1e-300))
+        self.log_prior = _em(loglik, iters, self.log_prior)
 
     def posterior_mean(
         self, tau: FloatArray, n: FloatArray, z: np.ndarray, mask: np.ndarray
     ) -> tuple[FloatArray, FloatArray]:
         """E[α] and E[precision] given outcome windows (m, K)."""
-        post = self._posterior(self.log_likelihood(tau, n, z, mask))
+        post = _posterior(self.log_prior, self.log_likelihood(tau, n, z, mask))
         return post @ self.alpha, post @ self.precision
+
+
+class HostGrid:
+    """Signal quality as a host's source's: its (α/γ, θ) on a grid, each host's posterior
+    given all of its URLs' outcomes (each URL's γ integrated over its signal counts'
+    Gamma posterior), the hosts' population its grid NPMLE; and the evidence for it,
+    the log Bayes factor of that model against each URL drawing its own (α/γ, θ) from
+    a population of URLs (its own NPMLE), both on the same outcomes."""
+
+    def __init__(self) -> None:
+        cc, tt = np.meshgrid(
+            np.geomspace(1e-3, 1e3, HOST_C_POINTS),
+            np.geomspace(1e-3, 10.0, HOST_THETA_POINTS),
+            indexing="ij",
+        )
+        self.c, self.theta = cc.ravel(), tt.ravel()
+        self.fit_c: dict[str, float] = {}
+        self.fit_theta: dict[str, float] = {}
+        self.evidence = 0.0
+
+    def url_log_likelihood(self, h: Any) -> FloatArray:
+        """ln P(outcomes | atom) of a host's URLs with outcomes, shape (urls, atoms): the
+        log of the mean over :data:`GAMMA_POINTS` quantiles of each URL's γ posterior."""
+        q = (np.arange(GAMMA_POINTS) + 0.5) / GAMMA_POINTS
+        rows = []
+        for i in range(h.m):
+            k = h.mask[i]
+            if not k.any() or not h.exposure[i] > 0:
+                continue
+            g = gamma_dist.ppf(q, h.signals[i] + 0.5, scale=1.0 / h.exposure[i])  # (Q,)
+            tau, n, z = h.tau[i][k], h.n[i][k], h.z[i][k]
+            x = (
+                self.c[None, :, None] * g[:, None, None] * tau[None, None, :]
+                + self.theta[None, :, None] * n[None, None, :]
+            )  # (Q, atoms, K)
+            ll = _outcome_log_likelihood(x, z[None, None, :]).sum(axis=2)  # (Q, atoms)
+            rows.append(logsumexp(ll, axis=0) - np.log(GAMMA_POINTS))
+        return np.array(rows).reshape(-1, self.c.size)
+
+    def refit(self, by_host: dict[str, FloatArray]) -> None:
+        """The hosts' posteriors (geometric means of α/γ and θ) under the hosts'
+        population, and the evidence, from each host's URLs' log-likelihoods."""
+        hosts = [name for name, ll in by_host.items() if len(ll)]
+        if not hosts:
+            return
+        per_host = np.array([by_host[name].sum(axis=0) for name in hosts])
+        per_url = np.concatenate([by_host[name] for name in hosts])
+        lp = _em(per_host, EM_ITERS, floor=HOST_EM_FLOOR) + per_host
+        lp_url = _em(per_url, EM_ITERS, floor=HOST_EM_FLOOR) + per_url
+        self.evidence = float(logsumexp(lp, axis=1).sum() - logsumexp(lp_url, axis=1).sum())
+        w = _posterior(np.zeros(self.c.size), lp)
+        for j, name in enumerate(hosts):
+            self.fit_c[name] = float(np.exp(w[j] @ np.log(self.c)))
+            self.fit_theta[name] = float(np.exp(w[j] @ np.log(self.theta)))
 
 
 Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
@@ -187,6 +281,13 @@ def _swap(
             g = truth if variant == "true-gamma" else g
             a = truth if variant == "true-alpha" else a
             t = truth if variant == "true-theta" else t
+        elif variant in ("host-posterior", "source-posterior"):
+            if variant == "host-posterior" or grid.evidence > SOURCE_EVIDENCE:
+                c = np.array([grid.fit_c.get(h, np.nan) for h in cols.hosts])
+                th = np.array([grid.fit_theta.get(h, np.nan) for h in cols.hosts])
+                known = ~np.isnan(c)
+                a = np.where(known, np.nan_to_num(c) * g, a)
+                t = np.where(known, np.nan_to_num(th), t)
         else:  # exact-prior, em-prior
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
@@ -197,17 +298,31 @@ def _swap(
         )
 
     fitted_at = [-np.inf]
+    grid = HostGrid()
+    passed: list[float] = []
 
     async def refresh(ctx: Context) -> None:
         now = ctx.clock.now()
         if now - fitted_at[0] < EM_EVERY_S:
             return
         fitted_at[0] = now
+        if variant in ("host-posterior", "source-posterior"):
+            by_host = {}
+            for host in world.hosts:
+                states = await ctx.store.host_urls(host)
+                cols = estimate_table(states)
+                h = learning.history_of(cols, now, ctx.settings.estimate_decay_s)
+                by_host[host] = grid.url_log_likelihood(h)
+            grid.refit(by_host)
+            if grid.evidence > SOURCE_EVIDENCE and not passed:
+                passed.append(now / DAY_S)
+                print(f"source-posterior: the evidence passed on day {passed[0]:.0f}", flush=True)
+            return
         states = [u for h in world.hosts for u in await ctx.store.host_urls(h)]
         h = learning.history_of(estimate_table(states), now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
-    return swap, refresh if variant == "em-prior" else None
+    return swap, refresh if variant in ("em-prior", "host-posterior", "source-posterior") else None
 
 
 @dataclasses.dataclass(frozen=True)
