@@ -76,7 +76,7 @@ import service.scheduler.learning as learning
 from anchors import WORLDS, world_spec
 from scheduler_core.estimate.change import fit_outcomes
 from scheduler_core.estimate.hierarchy import MAX_SHAPE
-from scheduler_core.estimate.learn import Estimates, to_params
+from scheduler_core.estimate.learn import Estimates, History, to_params
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.sim import DAY_S, World
@@ -104,6 +104,8 @@ HOST_C_POINTS, HOST_THETA_POINTS, GAMMA_POINTS = 31, 21, 8
 #: source-posterior: the evidence (log Bayes factor, nats) above which it takes the
 #: hosts' posteriors: 20 to 1.
 SOURCE_EVIDENCE = float(np.log(20.0))
+#: The variants that fit each host's signal source (:class:`HostGrid`).
+HOST_VARIANTS = ("host-posterior", "source-posterior", "source-prior")
 #: host-posterior: least weight of an atom in the populations' EM (no atom dies).
 HOST_EM_FLOOR = 1e-12
 
@@ -205,7 +207,12 @@ class HostGrid:
         self.fit_theta: dict[str, float] = {}
         self.evidence = 0.0
 
-    def url_log_likelihood(self, h: Any) -> FloatArray:
+    def of_hosts(self, hosts: list[str]) -> tuple[FloatArray, FloatArray]:
+        """The fitted α/γ and θ of each of ``hosts``, shape (m,) each (NaN: no fit)."""
+        c = np.array([self.fit_c.get(h, np.nan) for h in hosts])
+        return c, np.array([self.fit_theta.get(h, np.nan) for h in hosts])
+
+    def url_log_likelihood(self, h: History) -> FloatArray:
         """ln P(outcomes | atom) of a host's URLs with outcomes, shape (urls, atoms): the
         log of the mean over :data:`GAMMA_POINTS` quantiles of each URL's γ posterior."""
         q = (np.arange(GAMMA_POINTS) + 0.5) / GAMMA_POINTS
@@ -288,8 +295,7 @@ def _swap(
             t = truth if variant == "true-theta" else t
         elif variant in ("host-posterior", "source-posterior"):
             if variant == "host-posterior" or grid.evidence > SOURCE_EVIDENCE:
-                c = np.array([grid.fit_c.get(h, np.nan) for h in cols.hosts])
-                th = np.array([grid.fit_theta.get(h, np.nan) for h in cols.hosts])
+                c, th = grid.of_hosts(cols.hosts)
                 known = ~np.isnan(c)
                 a = np.where(known, np.nan_to_num(c) * g, a)
                 t = np.where(known, np.nan_to_num(th), t)
@@ -312,11 +318,11 @@ def _swap(
         α's at (α/γ)_h·γ̂, both of shape MAX_SHAPE (with shapes 1/Var(ln ·) of the
         host's posterior, 1.25 … MAX_SHAPE, seed 0 of `default per_host` gave 0.953
         of the oracle against 0.964); URLs of hosts without one keep their estimates."""
-        c = np.array([grid.fit_c.get(h, np.nan) for h in cols.hosts])
+        c, th = grid.of_hosts(cols.hosts)
         known = ~np.isnan(c) & (g > 0)
         if not known.any():
             return a, t
-        th = np.array([grid.fit_theta.get(h, 1.0) for h in cols.hosts])
+        th = np.where(known, th, 1.0)
         sc = st = np.full(len(cols.hosts), MAX_SHAPE)
         h = learning.history_of(cols, ctx.clock.now(), ctx.settings.estimate_decay_s)
         alpha_mode = np.where(known, np.nan_to_num(c) * g, 1.0)
@@ -334,7 +340,7 @@ def _swap(
         if now - fitted_at[0] < EM_EVERY_S:
             return
         fitted_at[0] = now
-        if variant in ("host-posterior", "source-posterior", "source-prior"):
+        if variant in HOST_VARIANTS:
             by_host = {}
             for host in world.hosts:
                 states = await ctx.store.host_urls(host)
@@ -344,14 +350,13 @@ def _swap(
             grid.refit(by_host)
             if grid.evidence > SOURCE_EVIDENCE and not passed:
                 passed.append(now / DAY_S)
-                print(f"source-posterior: the evidence passed on day {passed[0]:.0f}", flush=True)
+                print(f"{variant}: the evidence passed on day {passed[0]:.0f}", flush=True)
             return
         states = [u for h in world.hosts for u in await ctx.store.host_urls(h)]
         h = learning.history_of(estimate_table(states), now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
-    grid_variants = ("em-prior", "host-posterior", "source-posterior", "source-prior")
-    return swap, refresh if variant in grid_variants else None
+    return swap, refresh if variant == "em-prior" or variant in HOST_VARIANTS else None
 
 
 @dataclasses.dataclass(frozen=True)
