@@ -1,9 +1,10 @@
 """The Redis server settings the store's memory figures assume, and the check at start.
 
 A host's URL entries (``urls:<host>``) and queue (``queue:<host>``) take about a fifth
-less memory per URL when Redis keeps them as listpacks, which it does while a hash or
-sorted set has at most 128 entries (the defaults of ``hash-max-listpack-entries`` and
-``zset-max-listpack-entries``) and no value longer than ``*-max-listpack-value`` bytes.
+less memory per URL when Redis keeps them as listpacks, which it does while a hash
+has at most 512 entries and a sorted set at most 128 (the defaults of
+``hash-max-listpack-entries`` and ``zset-max-listpack-entries``), with no value longer
+than ``*-max-listpack-value`` bytes.
 The default, 64 bytes, is shorter than a URL entry (90 bytes for a URL registered with
 W and Δ), so the store runs best with the values of :data:`LISTPACK_SETTINGS`
 (docs/operations.md, "Redis memory"; the deployment's docker-compose.yml and the private
