@@ -2,6 +2,7 @@
 
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
                                  [--variant NAME ...] [--truth-from-day D] [--classes]
+                                 [--host-trace DAY ...]
 
 (a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
 worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
@@ -205,6 +206,9 @@ class HostGrid:
         self.c, self.theta = cc.ravel(), tt.ravel()
         self.fit_c: dict[str, float] = {}
         self.fit_theta: dict[str, float] = {}
+        #: each host's posterior standard deviation of ln(α/γ) and of ln θ
+        self.sd_c: dict[str, float] = {}
+        self.sd_theta: dict[str, float] = {}
         self.evidence = 0.0
 
     def of_hosts(self, hosts: list[str]) -> tuple[FloatArray, FloatArray]:
@@ -244,22 +248,61 @@ class HostGrid:
         self.evidence = float(logsumexp(lp, axis=1).sum() - logsumexp(lp_url, axis=1).sum())
         w = _posterior(np.zeros(self.c.size), lp)
         for j, name in enumerate(hosts):
-            self.fit_c[name] = float(np.exp(w[j] @ np.log(self.c)))
-            self.fit_theta[name] = float(np.exp(w[j] @ np.log(self.theta)))
+            for atoms, fit, sd in ((self.c, self.fit_c, self.sd_c),
+                                   (self.theta, self.fit_theta, self.sd_theta)):  # fmt: skip
+                mean = float(w[j] @ np.log(atoms))
+                fit[name] = float(np.exp(mean))
+                sd[name] = float(np.sqrt(max(w[j] @ np.log(atoms) ** 2 - mean**2, 0.0)))
 
 
 Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
 Refresh = Callable[[Context], Awaitable[None]]
 
 
+@dataclasses.dataclass(frozen=True)
+class HostFit:
+    """How well the hosts' posteriors knew their sources on one simulated day: over
+    the URLs, the share with outcomes, and the medians of |p̂ − p| and |r̂ − r| (the
+    precision p = 1 − e^{−θ} and the recall r = p/(c + p), c = α/γ: the host's,
+    bounded, and what the decisions turn on) and of the posterior's standard
+    deviations of ln c and ln θ, over URLs whose host has a posterior."""
+
+    day: float
+    with_outcomes: float
+    err_precision: float
+    err_recall: float
+    sd_c: float
+    sd_theta: float
+
+
+def _host_fit(world: World, grid: HostGrid, day: float, with_outcomes: int) -> HostFit:
+    """:class:`HostFit` of ``grid``'s posteriors against ``world``'s truth."""
+    p = world.params
+    hosts = [world.hosts[j] for j in world.host_of]
+    c, th = grid.of_hosts(hosts)
+    known = ~np.isnan(c)
+    prec = -np.expm1(-th)
+    err_p = np.abs(prec - p.precision)[known]
+    err_r = np.abs(prec / (c + prec) - p.recall)[known & (prec > 0)]
+    sd_c = np.array([grid.sd_c.get(h, np.nan) for h in hosts])[known]
+    sd_t = np.array([grid.sd_theta.get(h, np.nan) for h in hosts])[known]
+
+    def med(x: FloatArray) -> float:
+        return float(np.median(x)) if len(x) else float("nan")
+
+    return HostFit(day, with_outcomes / len(hosts), med(err_p), med(err_r), med(sd_c), med(sd_t))
+
+
 def _swap(
     world: World, variant: str, truth_from_s: float = 0.0
-) -> tuple[Swap | None, Refresh | None]:
-    """The post-processing of every estimate for ``variant`` (None: none), and what
-    to run before it (em-prior: refit the population once a simulated day); the
-    ``true-*`` swaps from simulated time ``truth_from_s`` (s) on."""
+) -> tuple[Swap | None, Refresh | None, list[HostFit]]:
+    """The post-processing of every estimate for ``variant`` (None: none), what to
+    run before it (em-prior: refit the population once a simulated day), and the
+    host variants' daily :class:`HostFit` (filled as the run goes); the ``true-*``
+    swaps from simulated time ``truth_from_s`` (s) on."""
+    trace: list[HostFit] = []
     if variant in ("oracle", "learned"):
-        return None, None
+        return None, None, trace
     index = {u: i for i, u in enumerate(world.urls)}
     p = world.params
     true_theta = -np.log1p(-np.minimum(p.precision, 1 - 1e-12))
@@ -348,6 +391,8 @@ def _swap(
                 h = learning.history_of(cols, now, ctx.settings.estimate_decay_s)
                 by_host[host] = grid.url_log_likelihood(h)
             grid.refit(by_host)
+            with_outcomes = sum(len(ll) for ll in by_host.values())
+            trace.append(_host_fit(world, grid, now / DAY_S, with_outcomes))
             if grid.evidence > SOURCE_EVIDENCE and not passed:
                 passed.append(now / DAY_S)
                 print(f"{variant}: the evidence passed on day {passed[0]:.0f}", flush=True)
@@ -356,7 +401,7 @@ def _swap(
         h = learning.history_of(estimate_table(states), now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
-    return swap, refresh if variant == "em-prior" or variant in HOST_VARIANTS else None
+    return swap, refresh if variant == "em-prior" or variant in HOST_VARIANTS else None, trace
 
 
 @dataclasses.dataclass(frozen=True)
@@ -370,12 +415,14 @@ class Run:
     crawl_time: np.ndarray
     lambda0: float
     final: UrlParams
+    #: the host variants' daily fit of the hosts' sources (empty for the others)
+    host_trace: list[HostFit]
 
 
 def run(world: World, variant: str, truth_from_s: float = 0.0) -> Run:
     """One variant on ``world`` (host limits on, 5 crawls a step); the ``true-*``
     swaps from simulated time ``truth_from_s`` (s) on."""
-    swap, refresh = _swap(world, variant, truth_from_s)
+    swap, refresh, trace = _swap(world, variant, truth_from_s)
     real = learning.learn
 
     async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Any:
@@ -397,6 +444,7 @@ def run(world: World, variant: str, truth_from_s: float = 0.0) -> Run:
         return Run(
             res.accuracy, res.report.click_stderr, time.perf_counter() - t0,
             res.crawl_url, res.crawl_time, policy.lambda0_settled, policy.final_params,
+            trace,
         )  # fmt: skip
     finally:
         learning.learn = real
@@ -458,6 +506,25 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
     return t
 
 
+def host_trace_table(runs: dict[str, Run], days: list[float]) -> Table:
+    """Per host variant and requested day, its :class:`HostFit` on the first refit
+    on or after that day."""
+    t = Table(title="the hosts' posteriors against their true sources (c = α/γ)")
+    cols = ("variant", "day", "URLs with outcomes", "median |p̂ − p|", "median |r̂ − r|",
+            "posterior s.d. ln c", "posterior s.d. ln θ")  # fmt: skip
+    for col in cols:
+        t.add_column(col, justify="left" if col == "variant" else "right")
+    for v, r in runs.items():
+        for d in days:
+            f = next((f for f in r.host_trace if f.day >= d), None)
+            if f is not None:
+                t.add_row(
+                    v, f"{f.day:.0f}", f"{f.with_outcomes:.2f}", f"{f.err_precision:.2f}",
+                    f"{f.err_recall:.2f}", f"{f.sd_c:.2f}", f"{f.sd_theta:.2f}",
+                )  # fmt: skip
+    return t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--world", choices=tuple(WORLDS), default="default")
@@ -470,6 +537,10 @@ def main() -> None:
         help="the true-* variants' swaps start on this simulated day",
     )  # fmt: skip
     ap.add_argument("--classes", action="store_true", help="print the per-class table")
+    ap.add_argument(
+        "--host-trace", type=float, nargs="+", metavar="DAY", default=None,
+        help="print the host variants' fit of the hosts' sources on these days",
+    )  # fmt: skip
     args = ap.parse_args()
     variants = args.variant or list(VARIANTS)
     if "oracle" not in variants:
@@ -516,6 +587,8 @@ def main() -> None:
     )
     if args.classes:
         console.print(class_table(world, runs))
+    if args.host_trace:
+        console.print(host_trace_table(runs, args.host_trace))
 
 
 if __name__ == "__main__":
