@@ -36,6 +36,9 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   over the Gamma posterior of its signal counts (8 quantiles), under the hosts'
   population (the grid's NPMLE over the hosts, by EM); α = (α/γ)_h·γ̂ and θ = θ_h,
   the posterior's geometric means, replace the learned ones;
+- ``host-posterior-normal``: the same with the hosts' population a bivariate normal
+  in (ln α/γ, ln θ) fitted by EM (each principal variance at least 0.25) instead of
+  the NPMLE, which with few hosts sits on a few atoms;
 - ``source-posterior``: the same, only while the outcomes say that signal quality is
   each host's source's: the log Bayes factor of that model against each URL drawing
   its own (α/γ, θ) from a population of URLs (their own NPMLE), on the same
@@ -90,7 +93,7 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
     "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
-    "source-posterior", "source-prior",
+    "host-posterior-normal", "source-posterior", "source-prior",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -106,7 +109,10 @@ HOST_C_POINTS, HOST_THETA_POINTS, GAMMA_POINTS = 31, 21, 8
 #: hosts' posteriors: 20 to 1.
 SOURCE_EVIDENCE = float(np.log(20.0))
 #: The variants that fit each host's signal source (:class:`HostGrid`).
-HOST_VARIANTS = ("host-posterior", "source-posterior", "source-prior")
+HOST_VARIANTS = ("host-posterior", "host-posterior-normal", "source-posterior", "source-prior")
+#: host-posterior-normal: least variance of each principal axis of the hosts' normal
+#: population in (ln α/γ, ln θ), and its EM iterations.
+NORMAL_MIN_VAR, NORMAL_ITERS = 0.25, 100
 #: host-posterior: least weight of an atom in the populations' EM (no atom dies).
 HOST_EM_FLOOR = 1e-12
 
@@ -197,7 +203,8 @@ class HostGrid:
     the log Bayes factor of that model against each URL drawing its own (α/γ, θ) from
     a population of URLs (its own NPMLE), both on the same outcomes."""
 
-    def __init__(self) -> None:
+    def __init__(self, normal: bool = False) -> None:
+        self.normal = normal
         cc, tt = np.meshgrid(
             np.geomspace(1e-3, 1e3, HOST_C_POINTS),
             np.geomspace(1e-3, 10.0, HOST_THETA_POINTS),
@@ -246,6 +253,8 @@ class HostGrid:
         lp = _em(per_host, EM_ITERS, floor=HOST_EM_FLOOR) + per_host
         lp_url = _em(per_url, EM_ITERS, floor=HOST_EM_FLOOR) + per_url
         self.evidence = float(logsumexp(lp, axis=1).sum() - logsumexp(lp_url, axis=1).sum())
+        if self.normal:
+            lp = self._normal_population(per_host) + per_host
         w = _posterior(np.zeros(self.c.size), lp)
         for j, name in enumerate(hosts):
             for atoms, fit, sd in ((self.c, self.fit_c, self.sd_c),
@@ -253,6 +262,25 @@ class HostGrid:
                 mean = float(w[j] @ np.log(atoms))
                 fit[name] = float(np.exp(mean))
                 sd[name] = float(np.sqrt(max(w[j] @ np.log(atoms) ** 2 - mean**2, 0.0)))
+
+    def _normal_population(self, per_host: FloatArray) -> FloatArray:
+        """Log weights over the atoms of the hosts' population as a bivariate normal in
+        (ln α/γ, ln θ), its mean and covariance fitted by EM to the hosts'
+        log-likelihoods (hosts, atoms); each principal variance at least
+        :data:`NORMAL_MIN_VAR`, so that no host is put on another's atom."""
+        x = np.stack([np.log(self.c), np.log(self.theta)], axis=1)  # (atoms, 2)
+        mu, cov = x.mean(axis=0), np.diag([4.0, 4.0])
+        log_pop = np.zeros(self.c.size)
+        for _ in range(NORMAL_ITERS):
+            d = x - mu
+            log_pop = -0.5 * np.einsum("ai,ij,aj->a", d, np.linalg.inv(cov), d)
+            log_pop -= logsumexp(log_pop)
+            w = _posterior(log_pop, per_host)
+            mu = (w @ x).mean(axis=0)
+            cov = np.einsum("ha,ai,aj->ij", w, x, x) / len(w) - np.outer(mu, mu)
+            var, axes = np.linalg.eigh(cov)
+            cov = (axes * np.maximum(var, NORMAL_MIN_VAR)) @ axes.T
+        return log_pop
 
 
 Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
@@ -265,7 +293,8 @@ class HostFit:
     the URLs, the share with outcomes, and the medians of |p̂ − p| and |r̂ − r| (the
     precision p = 1 − e^{−θ} and the recall r = p/(c + p), c = α/γ: the host's,
     bounded, and what the decisions turn on) and of the posterior's standard
-    deviations of ln c and ln θ, over URLs whose host has a posterior."""
+    deviations of ln c and ln θ, over URLs whose host has a posterior; and the host
+    whose recall is furthest off: that error and the host's share of the clicks."""
 
     day: float
     with_outcomes: float
@@ -273,6 +302,8 @@ class HostFit:
     err_recall: float
     sd_c: float
     sd_theta: float
+    worst_recall: float
+    worst_share: float
 
 
 def _host_fit(world: World, grid: HostGrid, day: float, with_outcomes: int) -> HostFit:
@@ -283,14 +314,25 @@ def _host_fit(world: World, grid: HostGrid, day: float, with_outcomes: int) -> H
     known = ~np.isnan(c)
     prec = -np.expm1(-th)
     err_p = np.abs(prec - p.precision)[known]
-    err_r = np.abs(prec / (c + prec) - p.recall)[known & (prec > 0)]
     sd_c = np.array([grid.sd_c.get(h, np.nan) for h in hosts])[known]
     sd_t = np.array([grid.sd_theta.get(h, np.nan) for h in hosts])[known]
+    with np.errstate(invalid="ignore"):
+        r_off = np.abs(prec / (c + prec) - p.recall)
+    err_r = r_off[known]
+
+    by_host = [
+        (float(r_off[sel].max()), float(p.weight[sel].sum() / p.weight.sum()))
+        for j in range(len(world.hosts))
+        if (sel := (world.host_of == j) & known).any()
+    ]
+    worst = max(by_host, default=(float("nan"), float("nan")))
 
     def med(x: FloatArray) -> float:
         return float(np.median(x)) if len(x) else float("nan")
 
-    return HostFit(day, with_outcomes / len(hosts), med(err_p), med(err_r), med(sd_c), med(sd_t))
+    return HostFit(
+        day, with_outcomes / len(hosts), med(err_p), med(err_r), med(sd_c), med(sd_t), *worst
+    )
 
 
 def _swap(
@@ -336,8 +378,8 @@ def _swap(
             g = truth if variant == "true-gamma" else g
             a = truth if variant == "true-alpha" else a
             t = truth if variant == "true-theta" else t
-        elif variant in ("host-posterior", "source-posterior"):
-            if variant == "host-posterior" or grid.evidence > SOURCE_EVIDENCE:
+        elif variant in ("host-posterior", "host-posterior-normal", "source-posterior"):
+            if variant != "source-posterior" or grid.evidence > SOURCE_EVIDENCE:
                 c, th = grid.of_hosts(cols.hosts)
                 known = ~np.isnan(c)
                 a = np.where(known, np.nan_to_num(c) * g, a)
@@ -375,7 +417,7 @@ def _swap(
         return np.where(known, fit.alpha, a), np.where(known, fit.theta, t)
 
     fitted_at = [-np.inf]
-    grid = HostGrid()
+    grid = HostGrid(normal=variant == "host-posterior-normal")
     passed: list[float] = []
 
     async def refresh(ctx: Context) -> None:
@@ -511,7 +553,8 @@ def host_trace_table(runs: dict[str, Run], days: list[float]) -> Table:
     on or after that day."""
     t = Table(title="the hosts' posteriors against their true sources (c = α/γ)")
     cols = ("variant", "day", "URLs with outcomes", "median |p̂ − p|", "median |r̂ − r|",
-            "posterior s.d. ln c", "posterior s.d. ln θ")  # fmt: skip
+            "posterior s.d. ln c", "posterior s.d. ln θ", "worst host: |r̂ − r|",
+            "its clicks")  # fmt: skip
     for col in cols:
         t.add_column(col, justify="left" if col == "variant" else "right")
     for v, r in runs.items():
@@ -521,6 +564,7 @@ def host_trace_table(runs: dict[str, Run], days: list[float]) -> Table:
                 t.add_row(
                     v, f"{f.day:.0f}", f"{f.with_outcomes:.2f}", f"{f.err_precision:.2f}",
                     f"{f.err_recall:.2f}", f"{f.sd_c:.2f}", f"{f.sd_theta:.2f}",
+                    f"{f.worst_recall:.2f}", f"{f.worst_share:.2f}",
                 )  # fmt: skip
     return t
 
