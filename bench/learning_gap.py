@@ -45,7 +45,14 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   outcomes, above ln 20 (the day it first passes is printed);
 - ``source-prior``: while that evidence passes, each URL's own MAP of (α, θ) under
   strong priors (shape MAX_SHAPE) at its host's posterior instead: the estimator
-  with the host posteriors as priors.
+  with the host posteriors as priors;
+- ``true-source-prior``: the source's true θ and α/γ as in ``true-source``, but each
+  URL's α its own MAP given θ under a prior at α/γ·γ̂ as certain as γ̂ (shape C + 2
+  for C decayed signals): what an estimator that ties α to γ by the source's α/γ and
+  still lets a URL's outcomes move it could give at best;
+- ``host-normal-prior``: the same with ``host-posterior-normal``'s posteriors in
+  place of the truth, θ = θ_h and α/γ's certainty 1/Var(ln α/γ) of the host's
+  posterior added to γ̂'s.
 
 With ``--truth-from-day D`` the ``true-*`` swaps start on simulated day D (the
 estimates before it stay learned): how much of a variant's gain lies in the first D
@@ -80,7 +87,8 @@ import service.scheduler.learning as learning
 from anchors import WORLDS, world_spec
 from scheduler_core.estimate.change import fit_outcomes
 from scheduler_core.estimate.hierarchy import MAX_SHAPE
-from scheduler_core.estimate.learn import Estimates, History, to_params
+from scheduler_core.estimate.learn import URL_ALPHA_SHAPE, Estimates, History, to_params
+from scheduler_core.estimate.pooled import fit_rate_with_offset
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.sim import DAY_S, World
@@ -93,7 +101,8 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
     "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
-    "host-posterior-normal", "source-posterior", "source-prior",
+    "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
+    "host-normal-prior",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -109,7 +118,12 @@ HOST_C_POINTS, HOST_THETA_POINTS, GAMMA_POINTS = 31, 21, 8
 #: hosts' posteriors: 20 to 1.
 SOURCE_EVIDENCE = float(np.log(20.0))
 #: The variants that fit each host's signal source (:class:`HostGrid`).
-HOST_VARIANTS = ("host-posterior", "host-posterior-normal", "source-posterior", "source-prior")
+HOST_VARIANTS = (
+    "host-posterior", "host-posterior-normal", "source-posterior", "source-prior",
+    "host-normal-prior",
+)  # fmt: skip
+#: The host variants whose hosts' population is a bivariate normal.
+NORMAL_VARIANTS = ("host-posterior-normal", "host-normal-prior")
 #: host-posterior-normal: least variance of each principal axis of the hosts' normal
 #: population in (ln α/γ, ln θ), and its EM iterations.
 NORMAL_MIN_VAR, NORMAL_ITERS = 0.25, 100
@@ -283,6 +297,29 @@ class HostGrid:
         return log_pop
 
 
+def _tied_alpha(
+    ctx: Context,
+    cols: EstimateColumns,
+    signal_rate: FloatArray,
+    per_signal: FloatArray,
+    theta: FloatArray,
+    per_signal_shape: FloatArray | float,
+) -> FloatArray:
+    """Each URL's α (1/s, shape (m,)) where its source's α/γ (``per_signal``) and θ are
+    given: its MAP given θ (:func:`.pooled.fit_rate_with_offset`) under a Gamma prior
+    whose mode is α/γ·γ̂ and whose shape holds both uncertainties, 1/(1/k_c + 1/k_γ):
+    k_c = ``per_signal_shape`` (∞ where α/γ is known), k_γ = C + 2 for C decayed
+    signals (γ̂'s own certainty, a Gamma of shape C + 1, plus one); at least
+    :data:`URL_ALPHA_SHAPE`.  A URL without outcomes, signals or α/γ > 0 gets α/γ·γ̂."""
+    h = learning.history_of(cols, ctx.clock.now(), ctx.settings.estimate_decay_s)
+    plain = per_signal * signal_rate
+    ok = (plain > 0) & h.mask.any(axis=1)
+    shape = np.maximum(1.0 / (1.0 / per_signal_shape + 1.0 / (h.signals + 2.0)), URL_ALPHA_SHAPE)
+    rate = (shape - 1.0) / np.where(ok, plain, 1.0)
+    fit = fit_rate_with_offset(h.tau, theta[:, None] * h.n, h.z, h.mask, (shape, rate))
+    return np.where(ok, fit, plain)
+
+
 Swap = Callable[[Context, EstimateColumns, Estimates], Estimates]
 Refresh = Callable[[Context], Awaitable[None]]
 
@@ -369,6 +406,16 @@ def _swap(
             a, t = p.unsignalled_change_rate[idx], true_theta[idx]
         elif variant == "true-source":
             a, t = alpha_per_signal[idx] * g, true_theta[idx]
+        elif variant == "true-source-prior":
+            t = true_theta[idx]
+            a = _tied_alpha(ctx, cols, g, alpha_per_signal[idx], t, np.inf)
+        elif variant == "host-normal-prior":
+            c, th = grid.of_hosts(cols.hosts)
+            known = ~np.isnan(c)
+            sd = np.array([grid.sd_c.get(x, np.nan) for x in cols.hosts])
+            c, t = np.where(known, c, 0.0), np.where(known, th, t)
+            shape = 1.0 / np.maximum(np.where(known, sd, 1.0) ** 2, 1e-12)
+            a = np.where(known, _tied_alpha(ctx, cols, g, c, t, shape), a)
         elif variant in ("true-w", "true-gamma", "true-alpha", "true-theta"):
             truth = {
                 "true-w": p.weight, "true-gamma": p.signal_rate,
@@ -417,7 +464,7 @@ def _swap(
         return np.where(known, fit.alpha, a), np.where(known, fit.theta, t)
 
     fitted_at = [-np.inf]
-    grid = HostGrid(normal=variant == "host-posterior-normal")
+    grid = HostGrid(normal=variant in NORMAL_VARIANTS)
     passed: list[float] = []
 
     async def refresh(ctx: Context) -> None:
