@@ -237,6 +237,12 @@ class HostGrid:
         c = np.array([self.fit_c.get(h, np.nan) for h in hosts])
         return c, np.array([self.fit_theta.get(h, np.nan) for h in hosts])
 
+    def sd_of_hosts(self, hosts: list[str]) -> tuple[FloatArray, FloatArray]:
+        """The posterior standard deviations of ln(α/γ) and ln θ of each of ``hosts``,
+        shape (m,) each (NaN: no fit)."""
+        sd_c = np.array([self.sd_c.get(h, np.nan) for h in hosts])
+        return sd_c, np.array([self.sd_theta.get(h, np.nan) for h in hosts])
+
     def url_log_likelihood(self, h: History) -> FloatArray:
         """ln P(outcomes | atom) of a host's URLs with outcomes, shape (urls, atoms): the
         log of the mean over :data:`GAMMA_POINTS` quantiles of each URL's γ posterior."""
@@ -351,8 +357,7 @@ def _host_fit(world: World, grid: HostGrid, day: float, with_outcomes: int) -> H
     known = ~np.isnan(c)
     prec = -np.expm1(-th)
     err_p = np.abs(prec - p.precision)[known]
-    sd_c = np.array([grid.sd_c.get(h, np.nan) for h in hosts])[known]
-    sd_t = np.array([grid.sd_theta.get(h, np.nan) for h in hosts])[known]
+    sd_c, sd_t = (sd[known] for sd in grid.sd_of_hosts(hosts))
     with np.errstate(invalid="ignore"):
         r_off = np.abs(prec / (c + prec) - p.recall)
     err_r = r_off[known]
@@ -412,7 +417,7 @@ def _swap(
         elif variant == "host-normal-prior":
             c, th = grid.of_hosts(cols.hosts)
             known = ~np.isnan(c)
-            sd = np.array([grid.sd_c.get(x, np.nan) for x in cols.hosts])
+            sd, _ = grid.sd_of_hosts(cols.hosts)
             c, t = np.where(known, c, 0.0), np.where(known, th, t)
             shape = 1.0 / np.maximum(np.where(known, sd, 1.0) ** 2, 1e-12)
             a = np.where(known, _tied_alpha(ctx, cols, g, c, t, shape), a)
