@@ -98,6 +98,93 @@ return out
 #: Size of a host record as ``lease.lua`` writes it (``lua/lib.lua`` HOST_ALL).
 HOST_RECORD_BYTES = 60
 
+#: The Redis commands an event of kind ARGV[1] costs the store's layout, with none of
+#: its logic, on the keys of :data:`FLOOR_DISPATCH_LUA` (host ``h`` in shard ``h mod
+#: S``), in one script per shard's share of the batch as the store calls them: for a
+#: signal (``s``) the fold's read and write of the URL's record and its queue's ZADD
+#: (``signals.lua``), for a click (``c``) the record's read and write (``clicks.lua``),
+#: for a crawl result (``r``) the lease's read before the settlement
+#: (``lease_status.lua``), then the shard's lease and host records (one HMGET each),
+#: the URL's read, its queue's ZADD and its write, and the lease and host records'
+#: writes and the finished set's ZADD (one each, ``settle.lua``); and for every event
+#: the re-estimation's write (``set_params.lua``: the record's read, its queue's ZADD,
+#: its write).  The hosts whose queues moved are re-keyed as ``refresh_all`` does (one
+#: HMGET of their records, each queue's head WITH SCORES, one ZADD of the ready set),
+#: once after the fold or the settlement and once after the re-estimation.  Left out:
+#: the event stream (one entry per batch and shard), the worker's reads of what it
+#: re-estimates, and the lease history's trim.  ARGV[2] S shards, ARGV[3] a score;
+#: then the events, "host member" pairs.  A lower bound of what the layout costs per
+#: event.
+FLOOR_EVENTS_LUA = """
+local kind, S, score = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local by = {}  -- shard -> its events' argument indices
+for i = 4, #ARGV, 2 do
+  local s = tonumber(ARGV[i]) % S
+  by[s] = by[s] or {}
+  table.insert(by[s], i)
+end
+local function rekey(p, hosts)
+  local names, ready = {}, {}
+  for h in pairs(hosts) do names[#names + 1] = h end
+  if #names == 0 then return end
+  redis.call('HMGET', p .. 'hosts', unpack(names))
+  for _, h in ipairs(names) do
+    local head = redis.call('ZRANGE', 'raw:q:' .. h, 0, 0, 'WITHSCORES')
+    ready[#ready + 1] = head[2] or '0'
+    ready[#ready + 1] = h
+  end
+  redis.call('ZADD', p .. 'ready', unpack(ready))
+end
+local seq = 0
+for s, idx in pairs(by) do
+  local p = 'fl:' .. s .. ':'
+  local moved, seqs, hosts, leases, recs, finished = {}, {}, {}, {}, {}, {}
+  if kind == 'r' then
+    for _, i in ipairs(idx) do
+      seq = seq + 1
+      seqs[#seqs + 1] = seq
+      hosts[#hosts + 1] = ARGV[i]
+      redis.call('HGET', p .. 'leases', seq)
+    end
+    redis.call('HMGET', p .. 'leases', unpack(seqs))
+    redis.call('HMGET', p .. 'hosts', unpack(hosts))
+  end
+  for k, i in ipairs(idx) do
+    local h, m = ARGV[i], ARGV[i + 1]
+    local rec = redis.call('HGET', 'raw:u:' .. h, m)
+    if kind ~= 'c' then
+      redis.call('ZADD', 'raw:q:' .. h, score, m)
+      moved[h] = true
+    end
+    redis.call('HSET', 'raw:u:' .. h, m, rec)
+    if kind == 'r' then
+      leases[#leases + 1] = seqs[k]
+      leases[#leases + 1] = 'settled'
+      recs[#recs + 1] = h
+      recs[#recs + 1] = string.rep('h', 60)
+      finished[#finished + 1] = seqs[k]
+      finished[#finished + 1] = seqs[k]
+    end
+  end
+  if kind == 'r' then
+    redis.call('HSET', p .. 'leases', unpack(leases))
+    redis.call('HSET', p .. 'hosts', unpack(recs))
+    redis.call('ZADD', p .. 'finished', unpack(finished))
+  end
+  rekey(p, moved)
+  local again = {}
+  for _, i in ipairs(idx) do
+    local h, m = ARGV[i], ARGV[i + 1]
+    local rec = redis.call('HGET', 'raw:u:' .. h, m)
+    redis.call('ZADD', 'raw:q:' .. h, score, m)
+    redis.call('HSET', 'raw:u:' .. h, m, rec)
+    again[h] = true
+  end
+  rekey(p, again)
+end
+return (#ARGV - 3) / 2
+"""
+
 RAW_EVENTS_LUA = """
 for i = 1, #ARGV, 2 do
   local k = 'raw:u:' .. ARGV[i]

@@ -19,7 +19,10 @@ registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
   same size, on the same server (its own database), per unit;
 - **design floor**: the commands ``lease.lua`` runs for a batch of ``--n`` URLs over
   the store's shards, with none of its logic (``raw_redis.FLOOR_DISPATCH_LUA``, on raw
-  Redis's keys), per URL: what the store's layout costs before any of its code runs.
+  Redis's keys), per URL: what the store's layout costs before any of its code runs;
+- **event floor**: the same for events (``raw_redis.FLOOR_EVENTS_LUA``): per signal,
+  click and crawl result the commands of the fold or the settlement and of the
+  re-estimation's write, and their 40/40/20 mix (``MIX``, weighted per round).
 
 Each figure is Redis's ``EVALSHA`` time (``INFO commandstats``) over the round ÷ the
 units; the table gives the minimum and the median over the rounds, ours ÷ raw, and
@@ -55,6 +58,7 @@ import callgrind
 from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
 from raw_redis import (
     FLOOR_DISPATCH_LUA,
+    FLOOR_EVENTS_LUA,
     HOST_RECORD_BYTES,
     RAW_DB,
     RAW_DISPATCH_LUA,
@@ -77,6 +81,8 @@ BATCH = 10_000
 EVENTS = 1_000
 DAY_S = 86_400.0
 OUTCOME_WINDOW = 16  # crawl outcomes kept per URL
+#: The events mix of ``dispatch.py``: signals, clicks and crawl results.
+MIX = {"signal": 0.4, "click": 0.4, "result": 0.2}
 
 
 def evalsha_usec(client: redis.Redis) -> float:
@@ -136,10 +142,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         raw = redis.Redis(port=server.port, db=RAW_DB)
         raw_prepare(raw, args.hosts, per_host)
         floor_prepare(raw, args.hosts, settings.shards)
-        raw_dispatch, raw_events, floor_dispatch = (
+        raw_dispatch, raw_events, floor_dispatch, floor_events = (
             raw.register_script(RAW_DISPATCH_LUA),
             raw.register_script(RAW_EVENTS_LUA),
             raw.register_script(FLOOR_DISPATCH_LUA),
+            raw.register_script(FLOOR_EVENTS_LUA),
         )
         clock = t_event = time.time()
         host_cursor = 0
@@ -185,13 +192,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             deadline = str(int((clock + 3_600.0) * 1e6))
             return int(floor_dispatch(args=[args.n, settings.shards, deadline, "abcd"])), 0.0
 
-        async def raw_event() -> tuple[int, float]:
-            pairs = [
+        def raw_pairs() -> list[int | str]:
+            return [
                 x
                 for _ in range(EVENTS)
                 for x in (rng.randrange(args.hosts), f"/p/{rng.randrange(per_host)}/index.html")
             ]
-            return int(raw_events(args=pairs)), 0.0
+
+        async def raw_event() -> tuple[int, float]:
+            return int(raw_events(args=raw_pairs())), 0.0
+
+        def floor_event(kind: str) -> Callable[[], Awaitable[tuple[int, float]]]:
+            async def step() -> tuple[int, float]:
+                score = str(int(time.time() * 1e6))  # a due time in whole µs, as the store's
+                args_ = [kind, settings.shards, score, *raw_pairs()]
+                return int(floor_events(args=args_)), 0.0
+
+            return step
 
         # each step: (units done, Redis µs of its own preparation, not counted)
         result_calls = max(1, args.calls // 10)
@@ -200,6 +217,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "design floor": (floor_lease, args.calls),
             "signal": (signals, args.calls), "click": (clicks, args.calls),
             "result": (results, result_calls), "raw event": (raw_event, args.calls),
+            "event floor: signal": (floor_event("s"), args.calls),
+            "event floor: click": (floor_event("c"), args.calls),
+            "event floor: result": (floor_event("r"), result_calls),
         }  # fmt: skip
         per_unit: dict[str, list[float]] = {name: [] for name in work}
         await lease()  # λ₀'s first estimate: later leases fold their own observations
@@ -216,6 +236,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await ctx.store.close()
     if prof is not None:
         shutil.rmtree(prof, ignore_errors=True)
+    mix = [sum(w * per_unit[f"event floor: {k}"][i] for k, w in MIX.items())
+           for i in range(args.repeats)]  # fmt: skip
+    per_unit["event floor: mix"] = mix
     return {
         "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
         "repeats": args.repeats, "meter": args.meter, "others_cpu_share": others,
@@ -237,7 +260,11 @@ def table(out: dict[str, Any]) -> Table:
     rows = [("lease", "URL leased", "raw dispatch"), ("raw dispatch", "URL", None),
             ("design floor", "URL", "raw dispatch"),
             ("signal", "signal", "raw event"), ("click", "click", "raw event"),
-            ("result", "crawl result", "raw event"), ("raw event", "event", None)]  # fmt: skip
+            ("result", "crawl result", "raw event"), ("raw event", "event", None),
+            ("event floor: signal", "signal", "raw event"),
+            ("event floor: click", "click", "raw event"),
+            ("event floor: result", "crawl result", "raw event"),
+            ("event floor: mix", "event of the 40/40/20 mix", "raw event")]  # fmt: skip
     for name, unit, raw in rows:
         ratio = f"{pu[name]['min'] / pu[raw]['min']:.2f}" if raw else ""
         low, mid = pu[name]["min"] * scale, pu[name]["median"] * scale
