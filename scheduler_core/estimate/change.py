@@ -58,16 +58,22 @@ class OutcomeFit:
     n_obs: NDArray[np.int64]
 
 
-def _terms(eta: FloatArray, z: BoolArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Per-outcome log-likelihood, its first and second derivative in η."""
+def _log_lik(eta: FloatArray, z: BoolArray) -> FloatArray:
+    """Per-outcome log-likelihood z ln(1 − e^{−η}) − (1 − z)η."""
+    eta = np.maximum(eta, 1e-150)  # η = 0 only in empty slots
+    ll: FloatArray = np.where(z, np.log(-np.expm1(-eta)), -eta)
+    return ll
+
+
+def _derivatives(eta: FloatArray, z: BoolArray) -> tuple[FloatArray, FloatArray]:
+    """First and second derivative in η of :func:`_log_lik`, per outcome."""
     eta = np.maximum(eta, 1e-150)  # η = 0 only in empty slots; keeps 1/sinh² finite
     em1 = np.expm1(np.minimum(eta, 700.0))  # no overflow; 1/em1 < 1e-304 is 0 anyway
-    ll = np.where(z, np.log(-np.expm1(-eta)), -eta)
     g = np.where(z, 1.0 / em1, -1.0)
     # e^η/(e^η − 1)² = 1/(4 sinh²(η/2)); 0 for large η
     with np.errstate(over="ignore", divide="ignore"):
         h = np.where(z, -1.0 / (4.0 * np.sinh(np.minimum(eta, 700.0) / 2.0) ** 2), 0.0)
-    return ll, g, h
+    return g, h
 
 
 def outcome_log_likelihood(
@@ -90,7 +96,7 @@ def outcome_log_likelihood(
     a = np.asarray(alpha, dtype=np.float64)[:, None]
     t = np.asarray(theta, dtype=np.float64)[:, None]
     eta = a * np.asarray(tau, dtype=np.float64) + t * np.asarray(n, dtype=np.float64)
-    ll, _, _ = _terms(eta, np.asarray(z, dtype=bool))
+    ll = _log_lik(eta, np.asarray(z, dtype=bool))
     out: FloatArray = np.where(np.asarray(mask, dtype=bool), ll, 0.0).sum(axis=1)
     return out
 
@@ -187,6 +193,64 @@ def outcome_information(
     return i_aa, np.maximum(i_t, 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class _MapProblem:
+    """The MAP problems of :func:`fit_outcomes` for some URLs (rows), in the units where
+    α's prior has scale 1: intervals ``tt`` (m, K), signals ``cnt``, changed flags
+    ``chg``, occupied slots ``msk``; Gamma priors (``a_a``, ``b_a``) on α and
+    (``a_t``, ``b_t``) on θ, (m,) each; θ fixed at 0 without ``with_theta``."""
+
+    tt: FloatArray
+    cnt: FloatArray
+    chg: BoolArray
+    msk: BoolArray
+    a_a: FloatArray
+    b_a: FloatArray
+    a_t: FloatArray
+    b_t: FloatArray
+    with_theta: bool
+
+    def take(self, rows: slice | NDArray[np.intp]) -> _MapProblem:
+        """The problems of ``rows`` (``slice(None)``: all, as views)."""
+        return _MapProblem(
+            self.tt[rows], self.cnt[rows], self.chg[rows], self.msk[rows], self.a_a[rows],
+            self.b_a[rows], self.a_t[rows], self.b_t[rows], self.with_theta,
+        )  # fmt: skip
+
+    def objective(self, al: FloatArray, th: FloatArray) -> FloatArray:
+        """Log-posterior (up to a constant) at (α, θ), (m,)."""
+        ll = _log_lik(al[:, None] * self.tt + th[:, None] * self.cnt, self.chg)
+        val: FloatArray = (
+            np.where(self.msk, ll, 0.0).sum(axis=1) + (self.a_a - 1.0) * np.log(al) - self.b_a * al
+        )
+        if self.with_theta:
+            val += (self.a_t - 1.0) * np.log(th) - self.b_t * th
+        return val
+
+    def newton(self, al: FloatArray, th: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """The Newton direction −H⁻¹g at (α, θ); where H is not negative definite (flat
+        prior, no data) a gradient step scaled by the current values."""
+        tt, cnt, msk = self.tt, self.cnt, self.msk
+        g, h = _derivatives(al[:, None] * tt + th[:, None] * cnt, self.chg)
+        g = np.where(msk, g, 0.0)
+        h = np.where(msk, h, 0.0)
+        ga = (g * tt).sum(axis=1) + (self.a_a - 1.0) / al - self.b_a
+        haa = (h * tt * tt).sum(axis=1) - (self.a_a - 1.0) / al**2
+        if not self.with_theta:
+            ok = haa < 0
+            da = np.where(ok, -ga / np.where(ok, haa, 1.0), ga * al**2 * 0.1)
+            return da, np.zeros(al.shape[0])
+        gt = (g * cnt).sum(axis=1) + (self.a_t - 1.0) / th - self.b_t
+        htt = (h * cnt * cnt).sum(axis=1) - (self.a_t - 1.0) / th**2
+        hat = (h * tt * cnt).sum(axis=1)
+        det = haa * htt - hat * hat
+        ok = (haa < 0) & (det > 0)
+        safe = np.where(ok, det, 1.0)
+        da = np.where(ok, -(htt * ga - hat * gt) / safe, ga * al**2 * 0.1)
+        dt = np.where(ok, -(haa * gt - hat * ga) / safe, gt * th**2 * 0.1)
+        return da, dt
+
+
 def fit_outcomes(
     tau: ArrayLike,
     n: ArrayLike,
@@ -263,42 +327,22 @@ def fit_outcomes(
     alpha = np.where(alpha > 0, alpha, 0.5)
     theta = np.where(theta > 0, theta, 0.5) if with_theta else theta
 
-    def objective(al: FloatArray, th: FloatArray) -> FloatArray:
-        eta = al[:, None] * tt + th[:, None] * cnt
-        ll, _, _ = _terms(eta, chg)
-        val: FloatArray = np.where(msk, ll, 0.0).sum(axis=1) + (a_a - 1.0) * np.log(al) - b_as * al
-        if with_theta:
-            val += (a_t - 1.0) * np.log(th) - b_t * th
-        return val
-
-    current = objective(alpha, theta)
+    problem = _MapProblem(tt, cnt, chg, msk, a_a, b_as, a_t, b_t, with_theta)
+    current = problem.objective(alpha, theta)
     active = np.ones(m, dtype=bool)
     for _ in range(_MAX_ITER):
-        if not active.any():
+        # only the URLs still moving: a converged row never changes again, so each
+        # iteration computes on the active rows alone (row by row the same arithmetic)
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
             break
-        eta = alpha[:, None] * tt + theta[:, None] * cnt
-        _, g, h = _terms(eta, chg)
-        g = np.where(msk, g, 0.0)
-        h = np.where(msk, h, 0.0)
-        ga = (g * tt).sum(axis=1) + (a_a - 1.0) / alpha - b_as
-        haa = (h * tt * tt).sum(axis=1) - (a_a - 1.0) / alpha**2
-        if with_theta:
-            gt = (g * cnt).sum(axis=1) + (a_t - 1.0) / theta - b_t
-            htt = (h * cnt * cnt).sum(axis=1) - (a_t - 1.0) / theta**2
-            hat = (h * tt * cnt).sum(axis=1)
-            # Newton step −H⁻¹g; a non-negative-definite H (flat prior, no data) falls
-            # back to a gradient step scaled by the current values
-            det = haa * htt - hat * hat
-            ok = (haa < 0) & (det > 0)
-            safe = np.where(ok, det, 1.0)
-            da = np.where(ok, -(htt * ga - hat * gt) / safe, ga * alpha**2 * 0.1)
-            dt = np.where(ok, -(haa * gt - hat * ga) / safe, gt * theta**2 * 0.1)
-        else:
-            ok = haa < 0
-            da = np.where(ok, -ga / np.where(ok, haa, 1.0), ga * alpha**2 * 0.1)
-            dt = np.zeros(m)
-        points, current, active = _damped_step((alpha, theta), (da, dt), objective, current, active)
-        alpha, theta = points
+        rows: slice | NDArray[np.intp] = slice(None) if idx.size == m else idx
+        sub = problem.take(rows)
+        al, th = alpha[rows], theta[rows]
+        (al, th), cur, still = _damped_step(
+            (al, th), sub.newton(al, th), sub.objective, current[rows], np.ones(idx.size, bool)
+        )
+        alpha[rows], theta[rows], current[rows], active[rows] = al, th, cur, still
 
     info, theta_info = outcome_information(alpha, theta, tt, cnt, msk)
     return OutcomeFit(

@@ -16,7 +16,8 @@ from scheduler_core.estimate.change import (
     _MAX_ITER,
     _check_prior,
     _damped_step,
-    _terms,
+    _derivatives,
+    _log_lik,
 )
 from scheduler_core.params import FloatArray
 
@@ -68,7 +69,7 @@ def fit_rate_with_offset(
     bs = b * scale
 
     def objective(q: FloatArray) -> FloatArray:
-        ll, _, _ = _terms(q[:, None] * cs + o, chg)
+        ll = _log_lik(q[:, None] * cs + o, chg)
         val: FloatArray = np.where(msk, ll, 0.0).sum(axis=1) + (a - 1.0) * np.log(q) - bs * q
         return val
 
@@ -79,7 +80,7 @@ def fit_rate_with_offset(
     for _ in range(_MAX_ITER):
         if not active.any():
             break
-        _, g, h = _terms(q[:, None] * cs + o, chg)
+        g, h = _derivatives(q[:, None] * cs + o, chg)
         grad = (np.where(msk, g, 0.0) * cs).sum(axis=1) + (a - 1.0) / q - bs
         hess = (np.where(msk, h, 0.0) * cs * cs).sum(axis=1) - (a - 1.0) / q**2
         ok = hess < 0
@@ -145,7 +146,7 @@ def fit_pooled_theta(
     b_s = b_a * scale
 
     def objective(al: FloatArray, th: float) -> float:
-        ll, _, _ = _terms(al[:, None] * tt + th * cnt, chg)
+        ll = _log_lik(al[:, None] * tt + th * cnt, chg)
         val = np.where(msk, ll, 0.0).sum() + ((a_a - 1.0) * np.log(al) - b_s * al).sum()
         return float(val + (a0 - 1.0) * np.log(th) - b0 * th)
 
@@ -153,7 +154,7 @@ def fit_pooled_theta(
     theta = max((a0 - 1.0) / b0, 0.5)
     current = objective(alpha, theta)
     for _ in range(_MAX_ITER):
-        _, g, h = _terms(alpha[:, None] * tt + theta * cnt, chg)
+        g, h = _derivatives(alpha[:, None] * tt + theta * cnt, chg)
         g = np.where(msk, g, 0.0)
         h = np.where(msk, h, 0.0)
         ga = (g * tt).sum(axis=1) + (a_a - 1.0) / alpha - b_s

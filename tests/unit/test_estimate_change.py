@@ -342,6 +342,33 @@ def test_windows_of_different_lengths_ignore_their_padding() -> None:
     assert fit.theta[4] == pytest.approx(0.5, rel=1e-9)
 
 
+def test_each_url_fits_as_if_alone() -> None:
+    """A batch's rows converge after different numbers of Newton steps (each step
+    computes on the rows still moving): every row is bit for bit its own fit alone."""
+    rng = np.random.default_rng(11)
+    m, k = 40, 12
+    tau = rng.uniform(0.05, 20.0, (m, k))
+    n = rng.poisson(rng.uniform(0.0, 6.0, (m, 1)) * np.ones((1, k))).astype(float)
+    z = rng.random((m, k)) < rng.uniform(0.05, 0.95, (m, 1))
+    mask = np.arange(k)[None, :] < rng.integers(1, k + 1, m)[:, None]
+    alpha_prior = (rng.uniform(1.0, 4.0, m), rng.uniform(0.01, 5.0, m))
+    theta_prior = (rng.uniform(1.0, 4.0, m), rng.uniform(0.1, 5.0, m))
+    for with_theta in (True, False):
+        fit = fit_outcomes(tau, n, z, mask, alpha_prior, theta_prior if with_theta else None)
+        for i in range(m):
+            one = slice(i, i + 1)
+            alone = fit_outcomes(
+                tau[one], n[one], z[one], mask[one],
+                (alpha_prior[0][one], alpha_prior[1][one]),
+                (theta_prior[0][one], theta_prior[1][one]) if with_theta else None,
+            )  # fmt: skip
+            assert (fit.alpha[i], fit.theta[i]) == (alone.alpha[0], alone.theta[0])
+            assert (fit.alpha_info[i], fit.theta_info[i]) == (
+                alone.alpha_info[0],
+                alone.theta_info[0],
+            )
+
+
 def test_a_single_outcome() -> None:
     for changed in (True, False):
         fit = fit_outcomes([[3.0]], [[0.0]], [[changed]], [[True]], (2.0, 1.0))
