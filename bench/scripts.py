@@ -65,6 +65,7 @@ from raw_redis import (
     RAW_EVENTS_LUA,
     RECORD_BYTES,
 )
+from runner import MIX as EVENT_MIX
 from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
 from service.app import open_store
 from service.clock import SystemClock
@@ -81,8 +82,8 @@ BATCH = 10_000
 EVENTS = 1_000
 DAY_S = 86_400.0
 OUTCOME_WINDOW = 16  # crawl outcomes kept per URL
-#: The events mix of ``dispatch.py``: signals, clicks and crawl results.
-MIX = {"signal": 0.4, "click": 0.4, "result": 0.2}
+#: The events mix of ``dispatch.py`` (:data:`runner.MIX`), as each kind's share.
+MIX = {kind: EVENT_MIX.count(kind) / len(EVENT_MIX) for kind in dict.fromkeys(EVENT_MIX)}
 
 
 def evalsha_usec(client: redis.Redis) -> float:
