@@ -99,8 +99,10 @@ return out
 HOST_RECORD_BYTES = 60
 
 #: The Redis commands an event of kind ARGV[1] costs the store's layout, with none of
-#: its logic, on the keys of :data:`FLOOR_DISPATCH_LUA` (host ``h`` in shard ``h mod
-#: S``), in one script per shard's share of the batch as the store calls them: for a
+#: its logic, on keys of its own laid out as :data:`FLOOR_DISPATCH_LUA`'s and raw
+#: Redis's (``ev:q:<h>``, ``ev:u:<h>``, ``fe:<s>:``; host ``h`` in shard ``h mod S``),
+#: so that it leaves theirs as they were, in one script per shard's share of the batch
+#: as the store calls them: for a
 #: signal (``s``) the fold's read and write of the URL's record and its queue's ZADD
 #: (``signals.lua``), for a click (``c``) the record's read and write (``clicks.lua``),
 #: for a crawl result (``r``) the lease's read before the settlement
@@ -110,11 +112,14 @@ HOST_RECORD_BYTES = 60
 #: the re-estimation's write (``set_params.lua``: the record's read, its queue's ZADD,
 #: its write).  The hosts whose queues moved are re-keyed as ``refresh_all`` does (one
 #: HMGET of their records, each queue's head WITH SCORES, one ZADD of the ready set),
-#: once after the fold or the settlement and once after the re-estimation.  Left out:
-#: the event stream (one entry per batch and shard), the worker's reads of what it
-#: re-estimates, and the lease history's trim.  ARGV[2] S shards, ARGV[3] a score;
-#: then the events, "host member" pairs.  A lower bound of what the layout costs per
-#: event.
+#: once after the fold or the settlement and once after the re-estimation.  Kinds
+#: ``S`` and ``C`` are a signal and a click under a fold that writes each URL once
+#: (a design the store does not have): the worker's read of the record, then one write
+#: (the record's read that checks it, its queue's ZADD, its write) and one re-keying.
+#: Left out: the event stream (one entry per batch and shard), the worker's reads of
+#: what it re-estimates, and the lease history's trim.  ARGV[2] S shards, ARGV[3] a
+#: score; then the events, "host member" pairs.  A lower bound of what the layout
+#: costs per event.
 FLOOR_EVENTS_LUA = """
 local kind, S, score = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local by = {}  -- shard -> its events' argument indices
@@ -129,58 +134,66 @@ local function rekey(p, hosts)
   if #names == 0 then return end
   redis.call('HMGET', p .. 'hosts', unpack(names))
   for _, h in ipairs(names) do
-    local head = redis.call('ZRANGE', 'raw:q:' .. h, 0, 0, 'WITHSCORES')
+    local head = redis.call('ZRANGE', 'ev:q:' .. h, 0, 0, 'WITHSCORES')
     ready[#ready + 1] = head[2] or '0'
     ready[#ready + 1] = h
   end
   redis.call('ZADD', p .. 'ready', unpack(ready))
 end
-local seq = 0
-for s, idx in pairs(by) do
-  local p = 'fl:' .. s .. ':'
-  local moved, seqs, hosts, leases, recs, finished = {}, {}, {}, {}, {}, {}
-  if kind == 'r' then
-    for _, i in ipairs(idx) do
-      seq = seq + 1
-      seqs[#seqs + 1] = seq
-      hosts[#hosts + 1] = ARGV[i]
-      redis.call('HGET', p .. 'leases', seq)
-    end
-    redis.call('HMGET', p .. 'leases', unpack(seqs))
-    redis.call('HMGET', p .. 'hosts', unpack(hosts))
-  end
-  for k, i in ipairs(idx) do
-    local h, m = ARGV[i], ARGV[i + 1]
-    local rec = redis.call('HGET', 'raw:u:' .. h, m)
-    if kind ~= 'c' then
-      redis.call('ZADD', 'raw:q:' .. h, score, m)
-      moved[h] = true
-    end
-    redis.call('HSET', 'raw:u:' .. h, m, rec)
-    if kind == 'r' then
-      leases[#leases + 1] = seqs[k]
-      leases[#leases + 1] = 'settled'
-      recs[#recs + 1] = h
-      recs[#recs + 1] = string.rep('h', 60)
-      finished[#finished + 1] = seqs[k]
-      finished[#finished + 1] = seqs[k]
-    end
-  end
-  if kind == 'r' then
-    redis.call('HSET', p .. 'leases', unpack(leases))
-    redis.call('HSET', p .. 'hosts', unpack(recs))
-    redis.call('ZADD', p .. 'finished', unpack(finished))
-  end
-  rekey(p, moved)
-  local again = {}
+-- a write of the events' records with their due times (set_params.lua), re-keyed
+local function write_back(p, idx)
+  local hosts = {}
   for _, i in ipairs(idx) do
     local h, m = ARGV[i], ARGV[i + 1]
-    local rec = redis.call('HGET', 'raw:u:' .. h, m)
-    redis.call('ZADD', 'raw:q:' .. h, score, m)
-    redis.call('HSET', 'raw:u:' .. h, m, rec)
-    again[h] = true
+    local rec = redis.call('HGET', 'ev:u:' .. h, m)
+    redis.call('ZADD', 'ev:q:' .. h, score, m)
+    redis.call('HSET', 'ev:u:' .. h, m, rec)
+    hosts[h] = true
   end
-  rekey(p, again)
+  rekey(p, hosts)
+end
+local seq = 0
+for s, idx in pairs(by) do
+  local p = 'fe:' .. s .. ':'
+  if kind == 'S' or kind == 'C' then
+    for _, i in ipairs(idx) do redis.call('HGET', 'ev:u:' .. ARGV[i], ARGV[i + 1]) end
+  else
+    local moved, seqs, hosts, leases, recs, finished = {}, {}, {}, {}, {}, {}
+    if kind == 'r' then
+      for _, i in ipairs(idx) do
+        seq = seq + 1
+        seqs[#seqs + 1] = seq
+        hosts[#hosts + 1] = ARGV[i]
+        redis.call('HGET', p .. 'leases', seq)
+      end
+      redis.call('HMGET', p .. 'leases', unpack(seqs))
+      redis.call('HMGET', p .. 'hosts', unpack(hosts))
+    end
+    for k, i in ipairs(idx) do
+      local h, m = ARGV[i], ARGV[i + 1]
+      local rec = redis.call('HGET', 'ev:u:' .. h, m)
+      if kind ~= 'c' then
+        redis.call('ZADD', 'ev:q:' .. h, score, m)
+        moved[h] = true
+      end
+      redis.call('HSET', 'ev:u:' .. h, m, rec)
+      if kind == 'r' then
+        leases[#leases + 1] = seqs[k]
+        leases[#leases + 1] = 'settled'
+        recs[#recs + 1] = h
+        recs[#recs + 1] = string.rep('h', 60)
+        finished[#finished + 1] = seqs[k]
+        finished[#finished + 1] = seqs[k]
+      end
+    end
+    if kind == 'r' then
+      redis.call('HSET', p .. 'leases', unpack(leases))
+      redis.call('HSET', p .. 'hosts', unpack(recs))
+      redis.call('ZADD', p .. 'finished', unpack(finished))
+    end
+    rekey(p, moved)
+  end
+  write_back(p, idx)
 end
 return (#ARGV - 3) / 2
 """

@@ -22,7 +22,9 @@ registers ``--urls`` URLs on ``--hosts`` hosts in a Redis store (a private
   Redis's keys), per URL: what the store's layout costs before any of its code runs;
 - **event floor**: the same for events (``raw_redis.FLOOR_EVENTS_LUA``): per signal,
   click and crawl result the commands of the fold or the settlement and of the
-  re-estimation's write, and their 40/40/20 mix (``MIX``, weighted per round).
+  re-estimation's write, and their 40/40/20 mix (``MIX``, weighted per round); and
+  the same for a signal and a click under a fold that writes each URL once (a design
+  the store does not have), with the crawl result's floor in its mix.
 
 Each figure is Redis's ``EVALSHA`` time (``INFO commandstats``) over the round ÷ the
 units; the table gives the minimum and the median over the rounds, ours ÷ raw, and
@@ -91,22 +93,24 @@ def evalsha_usec(client: redis.Redis) -> float:
     return float(client.info("commandstats").get("cmdstat_evalsha", {}).get("usec", 0))
 
 
-def raw_prepare(client: redis.Redis, hosts: int, per_host: int) -> None:
-    """Per host a zset of its URL keys and a hash of their records, in db ``RAW_DB``."""
+def raw_prepare(client: redis.Redis, hosts: int, per_host: int, prefix: str = "raw") -> None:
+    """Per host a zset of its URL keys and a hash of their records, in db ``RAW_DB``
+    (``<prefix>:q:<h>``, ``<prefix>:u:<h>``)."""
     keys = [f"/p/{j}/index.html" for j in range(per_host)]
     pipe = client.pipeline(transaction=False)
     for h in range(hosts):
-        pipe.zadd(f"raw:q:{h}", {k: j for j, k in enumerate(keys)})
-        pipe.hset(f"raw:u:{h}", mapping=dict.fromkeys(keys, bytes(RECORD_BYTES)))
+        pipe.zadd(f"{prefix}:q:{h}", {k: j for j, k in enumerate(keys)})
+        pipe.hset(f"{prefix}:u:{h}", mapping=dict.fromkeys(keys, bytes(RECORD_BYTES)))
     pipe.execute()
 
 
-def floor_prepare(client: redis.Redis, hosts: int, shards: int) -> None:
+def floor_prepare(client: redis.Redis, hosts: int, shards: int, prefix: str = "fl") -> None:
     """The shard keys of :data:`FLOOR_DISPATCH_LUA` over the hosts of :func:`raw_prepare`:
-    host ``h`` in shard ``h mod shards``, its record and its readiness (its queue's head)."""
+    host ``h`` in shard ``h mod shards``, its record and its readiness (its queue's head);
+    ``prefix`` ``fe`` for :data:`FLOOR_EVENTS_LUA`'s own."""
     pipe = client.pipeline(transaction=False)
     for h in range(hosts):
-        p = f"fl:{h % shards}:"
+        p = f"{prefix}:{h % shards}:"
         pipe.hset(p + "hosts", str(h), bytes(HOST_RECORD_BYTES))
         pipe.zadd(p + "ready", {str(h): 0})
     pipe.execute()
@@ -143,6 +147,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         raw = redis.Redis(port=server.port, db=RAW_DB)
         raw_prepare(raw, args.hosts, per_host)
         floor_prepare(raw, args.hosts, settings.shards)
+        raw_prepare(raw, args.hosts, per_host, "ev")  # the event floors' own
+        floor_prepare(raw, args.hosts, settings.shards, "fe")
         raw_dispatch, raw_events, floor_dispatch, floor_events = (
             raw.register_script(RAW_DISPATCH_LUA),
             raw.register_script(RAW_EVENTS_LUA),
@@ -221,6 +227,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "event floor: signal": (floor_event("s"), args.calls),
             "event floor: click": (floor_event("c"), args.calls),
             "event floor: result": (floor_event("r"), result_calls),
+            "single-write fold: signal": (floor_event("S"), args.calls),
+            "single-write fold: click": (floor_event("C"), args.calls),
         }  # fmt: skip
         per_unit: dict[str, list[float]] = {name: [] for name in work}
         await lease()  # λ₀'s first estimate: later leases fold their own observations
@@ -237,9 +245,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await ctx.store.close()
     if prof is not None:
         shutil.rmtree(prof, ignore_errors=True)
-    mix = [sum(w * per_unit[f"event floor: {k}"][i] for k, w in MIX.items())
-           for i in range(args.repeats)]  # fmt: skip
-    per_unit["event floor: mix"] = mix
+    for design in ("event floor", "single-write fold"):  # a crawl result's is the same
+        per_unit[f"{design}: mix"] = [
+            sum(w * per_unit["event floor: result" if k == "result" else f"{design}: {k}"][i]
+                for k, w in MIX.items())
+            for i in range(args.repeats)
+        ]  # fmt: skip
     return {
         "urls": args.urls, "hosts": args.hosts, "n": args.n, "calls": args.calls,
         "repeats": args.repeats, "meter": args.meter, "others_cpu_share": others,
@@ -265,7 +276,10 @@ def table(out: dict[str, Any]) -> Table:
             ("event floor: signal", "signal", "raw event"),
             ("event floor: click", "click", "raw event"),
             ("event floor: result", "crawl result", "raw event"),
-            ("event floor: mix", "event of the 40/40/20 mix", "raw event")]  # fmt: skip
+            ("event floor: mix", "event of the 40/40/20 mix", "raw event"),
+            ("single-write fold: signal", "signal", "raw event"),
+            ("single-write fold: click", "click", "raw event"),
+            ("single-write fold: mix", "event of the 40/40/20 mix", "raw event")]  # fmt: skip
     for name, unit, raw in rows:
         ratio = f"{pu[name]['min'] / pu[raw]['min']:.2f}" if raw else ""
         low, mid = pu[name]["min"] * scale, pu[name]["median"] * scale
