@@ -99,27 +99,24 @@ return out
 HOST_RECORD_BYTES = 60
 
 #: The Redis commands an event of kind ARGV[1] costs the store's layout, with none of
-#: its logic, on keys of its own laid out as :data:`FLOOR_DISPATCH_LUA`'s and raw
-#: Redis's (``ev:q:<h>``, ``ev:u:<h>``, ``fe:<s>:``; host ``h`` in shard ``h mod S``),
-#: so that it leaves theirs as they were, in one script per shard's share of the batch
-#: as the store calls them: for a
-#: signal (``s``) the fold's read and write of the URL's record and its queue's ZADD
-#: (``signals.lua``), for a click (``c``) the record's read and write (``clicks.lua``),
-#: for a crawl result (``r``) the lease's read before the settlement
-#: (``lease_status.lua``), then the shard's lease and host records (one HMGET each),
-#: the URL's read, its queue's ZADD and its write, and the lease and host records'
-#: writes and the finished set's ZADD (one each, ``settle.lua``); and for every event
-#: the re-estimation's write (``set_params.lua``: the record's read, its queue's ZADD,
-#: its write).  The hosts whose queues moved are re-keyed as ``refresh_all`` does (one
-#: HMGET of their records, each queue's head WITH SCORES, one ZADD of the ready set),
-#: once after the fold or the settlement and once after the re-estimation.  Kinds
-#: ``S`` and ``C`` are a signal and a click under a fold that writes each URL once
-#: (a design the store does not have): the worker's read of the record, then one write
-#: (the record's read that checks it, its queue's ZADD, its write) and one re-keying.
-#: Left out: the event stream (one entry per batch and shard), the worker's reads of
-#: what it re-estimates, and the lease history's trim.  ARGV[2] S shards, ARGV[3] a
-#: score; then the events, "host member" pairs.  A lower bound of what the layout
-#: costs per event.
+#: its logic, in one script per shard's share of the batch as the store calls them, on
+#: keys of its own laid out as raw Redis's and :data:`FLOOR_DISPATCH_LUA`'s
+#: (``ev:q:<h>``, ``ev:u:<h>``, ``fe:<s>:``; host ``h`` in shard ``h mod S``), so that
+#: it leaves theirs as they were.  A signal (``s``): the fold's read and write of the
+#: URL's record and its queue's ZADD (``signals.lua``); a click (``c``): the record's
+#: read and write (``clicks.lua``); a crawl result (``r``): the lease's read before the
+#: settlement (``lease_status.lua``), then the shard's lease and host records (one
+#: HMGET each), the URL's read, its queue's ZADD and its write, and the lease and host
+#: records' writes and the finished set's ZADD (one each, ``settle.lua``).  Then, for
+#: every event, the re-estimation's write (``set_params.lua``: the record's read, its
+#: queue's ZADD, its write).  The hosts whose queues moved are re-keyed as
+#: ``refresh_all`` does (one HMGET of their records, each queue's head WITH SCORES, one
+#: ZADD of the ready set) after each step.  Kinds ``S`` and ``C`` are a signal and a
+#: click under a fold that writes each URL once (a design the store does not have):
+#: the worker's read of the record, then the one write.  Left out: the event stream
+#: (one entry per batch and shard), the worker's reads of what it re-estimates, and the
+#: lease history's trim.  ARGV[2] S shards, ARGV[3] a score; then the events, "host
+#: member" pairs.  A lower bound of what the layout costs per event.
 FLOOR_EVENTS_LUA = """
 local kind, S, score = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local by = {}  -- shard -> its events' argument indices
@@ -140,60 +137,50 @@ local function rekey(p, hosts)
   end
   redis.call('ZADD', p .. 'ready', unpack(ready))
 end
--- a write of the events' records with their due times (set_params.lua), re-keyed
-local function write_back(p, idx)
+-- each event's record read and written back, with its queue's ZADD when `due` (the
+-- due time moves), those hosts then re-keyed
+local function write(p, idx, due)
   local hosts = {}
   for _, i in ipairs(idx) do
     local h, m = ARGV[i], ARGV[i + 1]
     local rec = redis.call('HGET', 'ev:u:' .. h, m)
-    redis.call('ZADD', 'ev:q:' .. h, score, m)
+    if due then
+      redis.call('ZADD', 'ev:q:' .. h, score, m)
+      hosts[h] = true
+    end
     redis.call('HSET', 'ev:u:' .. h, m, rec)
-    hosts[h] = true
   end
   rekey(p, hosts)
 end
 local seq = 0
 for s, idx in pairs(by) do
   local p = 'fe:' .. s .. ':'
-  if kind == 'S' or kind == 'C' then
+  if kind == 'S' or kind == 'C' then  -- the worker's read
     for _, i in ipairs(idx) do redis.call('HGET', 'ev:u:' .. ARGV[i], ARGV[i + 1]) end
+  elseif kind == 'r' then
+    local seqs, hosts, leases, recs, finished = {}, {}, {}, {}, {}
+    for _, i in ipairs(idx) do
+      seq = seq + 1
+      seqs[#seqs + 1] = seq
+      hosts[#hosts + 1] = ARGV[i]
+      redis.call('HGET', p .. 'leases', seq)
+      leases[#leases + 1] = seq
+      leases[#leases + 1] = 'settled'
+      recs[#recs + 1] = ARGV[i]
+      recs[#recs + 1] = string.rep('h', 60)
+      finished[#finished + 1] = seq
+      finished[#finished + 1] = seq
+    end
+    redis.call('HMGET', p .. 'leases', unpack(seqs))
+    redis.call('HMGET', p .. 'hosts', unpack(hosts))
+    write(p, idx, true)
+    redis.call('HSET', p .. 'leases', unpack(leases))
+    redis.call('HSET', p .. 'hosts', unpack(recs))
+    redis.call('ZADD', p .. 'finished', unpack(finished))
   else
-    local moved, seqs, hosts, leases, recs, finished = {}, {}, {}, {}, {}, {}
-    if kind == 'r' then
-      for _, i in ipairs(idx) do
-        seq = seq + 1
-        seqs[#seqs + 1] = seq
-        hosts[#hosts + 1] = ARGV[i]
-        redis.call('HGET', p .. 'leases', seq)
-      end
-      redis.call('HMGET', p .. 'leases', unpack(seqs))
-      redis.call('HMGET', p .. 'hosts', unpack(hosts))
-    end
-    for k, i in ipairs(idx) do
-      local h, m = ARGV[i], ARGV[i + 1]
-      local rec = redis.call('HGET', 'ev:u:' .. h, m)
-      if kind ~= 'c' then
-        redis.call('ZADD', 'ev:q:' .. h, score, m)
-        moved[h] = true
-      end
-      redis.call('HSET', 'ev:u:' .. h, m, rec)
-      if kind == 'r' then
-        leases[#leases + 1] = seqs[k]
-        leases[#leases + 1] = 'settled'
-        recs[#recs + 1] = h
-        recs[#recs + 1] = string.rep('h', 60)
-        finished[#finished + 1] = seqs[k]
-        finished[#finished + 1] = seqs[k]
-      end
-    end
-    if kind == 'r' then
-      redis.call('HSET', p .. 'leases', unpack(leases))
-      redis.call('HSET', p .. 'hosts', unpack(recs))
-      redis.call('ZADD', p .. 'finished', unpack(finished))
-    end
-    rekey(p, moved)
+    write(p, idx, kind == 's')
   end
-  write_back(p, idx)
+  write(p, idx, true)  -- the re-estimation's (or the single fold's) write
 end
 return (#ARGV - 3) / 2
 """
