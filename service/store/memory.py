@@ -131,25 +131,28 @@ class MemoryStore(MemoryHosts):
     async def set_params(
         self, host: str, params: Mapping[str, ScoredParams], scored_lambda: float
     ) -> None:
-        moved = False
-        for url, p in params.items():
-            u = self._urls.get(url)
-            if u is None or u.host != host:
-                continue
-            u.weight, u.change_rate = p.weight, p.change_rate
-            u.recall, u.false_signal_rate = p.recall, p.false_signal_rate
-            u.signal_time_equivalent_s = p.signal_time_equivalent_s
-            u.threshold_s, u.scored_lambda = p.threshold_s, scored_lambda
-            self._rescore(u, refresh=False)
-            moved = True
-        if moved:
-            self._refresh(self._hosts[host])  # once, for all its URLs
+        await self.set_params_many([(host, params, scored_lambda)])
 
     async def set_params_many(
         self, updates: Sequence[tuple[str, Mapping[str, ScoredParams], float]]
     ) -> None:
+        # the records first, then every due time in one vectorised pass, then the queues
+        get = self._urls.get
+        batches: list[tuple[Host, list[Url]]] = []
         for host, params, scored_lambda in updates:
-            await self.set_params(host, params, scored_lambda)
+            us = []
+            for url, p in params.items():
+                u = get(url)
+                if u is None or u.host != host:
+                    continue
+                u.weight, u.change_rate = p.weight, p.change_rate
+                u.recall, u.false_signal_rate = p.recall, p.false_signal_rate
+                u.signal_time_equivalent_s = p.signal_time_equivalent_s
+                u.threshold_s, u.scored_lambda = p.threshold_s, scored_lambda
+                us.append(u)
+            if us:
+                batches.append((self._hosts[host], us))
+        self._requeue_batches(batches)
 
     async def set_thresholds(
         self, host: str, thresholds_s: Mapping[str, float], scored_lambda: float
@@ -198,12 +201,7 @@ class MemoryStore(MemoryHosts):
                 h.scored_lambda = lam
                 batches.append((h, us))
             k += n
-        dues = self._dues([u for _, us in batches for u in us]).tolist()
-        k = 0
-        for h, us in batches:
-            self._requeue(h, us, dues[k : k + len(us)])
-            k += len(us)
-            self._refresh(h)
+        self._requeue_batches(batches)
 
     async def hosts_needing_rescore(self, tolerance: float, max_urls: int) -> StaleHosts:
         limit = math.log1p(tolerance)

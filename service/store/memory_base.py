@@ -77,6 +77,7 @@ class MemoryBase:
         self._active: dict[str, Lease] = {}
         self._finished: OrderedDict[str, Lease] = OrderedDict()
         self._expired_total = 0
+        self._reclaim_at = math.inf  # no lease deadline scores lower (a lower bound)
         self._lease_seq = 0  # leases issued by this store: lease ids never repeat
         self._lease_nonce = ""  # random per lease call
         self._groups: dict[str, tuple[float, ...]] = {}
@@ -108,17 +109,21 @@ class MemoryBase:
         """Re-key the host in its shard's ready set: the latest of its earliest due, its
         gate and its block; out while its queue is empty, it is paused or it has
         ``max_in_flight`` leases out."""
+        key = None
+        if host.queue and not host.paused and host.in_flight < self._cap(host):
+            block = -math.inf if host.blocked_until is None else host.blocked_until
+            key = (ready_score(max(host.queue[0][0], host.gate_at, block)), host.name)
+        if key == host.ready_key:
+            return  # in place already (a signal or result that left its head alone)
         ready = self._shards[host.shard].ready
         if host.ready_key is not None:
             if ready[0] == host.ready_key:  # the head, as a host just leased from is
                 ready.pop(0)
             else:
                 ready.remove(host.ready_key)
-            host.ready_key = None
-        if host.queue and not host.paused and host.in_flight < self._cap(host):
-            block = -math.inf if host.blocked_until is None else host.blocked_until
-            host.ready_key = (ready_score(max(host.queue[0][0], host.gate_at, block)), host.name)
-            ready.add(host.ready_key)
+        host.ready_key = key
+        if key is not None:
+            ready.add(key)
 
     def _floor(self, u: Url) -> float:
         """Earliest time u may be leased: min revisit after its last fetch, refetch_after."""
@@ -130,6 +135,11 @@ class MemoryBase:
     def _rescore(self, u: Url, refresh: bool = True) -> None:
         """Re-derive u.due_at and move u in its host queue (if unleased); without
         ``refresh`` the caller re-keys the host in its ready set (once for many URLs)."""
+        self._move(u, self._due_of(u), refresh)
+
+    def _due_of(self, u: Url) -> float:
+        """u's due time from its record (:func:`~scheduler_core.due.due_time`, then
+        :meth:`_floor`), Unix s."""
         new_due = due_time(
             last_crawl_at=u.last_crawl_at,
             registered_at=u.registered_at,
@@ -139,7 +149,7 @@ class MemoryBase:
             last_signal_at=u.last_signal_at,
             max_revisit_s=self._max_revisit_s,
         )
-        self._move(u, max(new_due, self._floor(u)), refresh)
+        return max(new_due, self._floor(u))
 
     def _dues(self, us: Sequence[Url]) -> FloatArray:
         """The due times :meth:`_rescore` derives, of many URLs at once, shape (m,): the
@@ -177,10 +187,10 @@ class MemoryBase:
                 )
         return np.asarray(np.maximum(due, floor), dtype=np.float64)
 
-    def _requeue(self, host: Host, us: Sequence[Url], dues: Sequence[float]) -> None:
+    def _requeue(self, host: Host, us: Sequence[Url], dues: Sequence[float]) -> bool:
         """Set the due times of ``host``'s URLs ``us`` to ``dues``, as :meth:`_move`
         does, with its queue rebuilt once when many of them move (the caller re-keys the
-        host in its ready set)."""
+        host in its ready set); whether any queued URL moved."""
         moved: dict[str, float] = {}
         for u, due in zip(us, dues, strict=True):
             if u.retired_at is None and u.lease_id is None and due != u.due_at:
@@ -193,6 +203,18 @@ class MemoryBase:
             entries = [(moved.get(url, due), url) for due, url in host.queue]
             host.queue.clear()
             host.queue.update(entries)
+        return bool(moved)
+
+    def _requeue_batches(self, batches: Sequence[tuple[Host, Sequence[Url]]]) -> None:
+        """Each host's URLs of ``batches`` to the due times :meth:`_rescore` would give
+        them, all derived in one vectorised pass (:meth:`_dues`); each host whose queue
+        moved re-keyed once (its ready key depends on nothing else these change)."""
+        dues = self._dues([u for _, us in batches for u in us]).tolist()
+        k = 0
+        for h, us in batches:
+            if self._requeue(h, us, dues[k : k + len(us)]):
+                self._refresh(h)
+            k += len(us)
 
     def _move(self, u: Url, new_due: float, refresh: bool = True) -> None:
         if u.retired_at is not None:

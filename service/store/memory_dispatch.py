@@ -54,6 +54,8 @@ class MemoryDispatch(MemoryBase):
 
     # -- leases ----------------------------------------------------------------------------------
     def _reclaim(self, now: float) -> None:
+        if score_now(now) < self._reclaim_at:
+            return  # no deadline has passed: no shard's deadline set to look at
         for shard in self._shards:
             # expired as the Redis store's deadline sets find them (base.ready_score)
             while shard.leases and ready_score(shard.leases[0][0]) <= score_now(now):
@@ -70,6 +72,8 @@ class MemoryDispatch(MemoryBase):
                     host.in_flight -= 1
                     host.queue.add((u.due_at, u.url))
                     self._refresh(host)
+        heads = (ready_score(s.leases[0][0]) for s in self._shards if s.leases)
+        self._reclaim_at = min(heads, default=math.inf)
 
     def _lease_one(self, host: Host, now: float, ttl_s: float) -> _Row | None:
         """Lease the head of a host's queue; None (and the head moved to its floor) when
@@ -96,6 +100,7 @@ class MemoryDispatch(MemoryBase):
         if group is None:  # this call's first lease from the shard
             group = shard.lease_groups[self._lease_nonce] = []
             shard.leases.add((deadline, self._lease_nonce))
+            self._reclaim_at = min(self._reclaim_at, ready_score(deadline))
         group.append(lease_id)
         u.lease_id, u.lease_deadline = lease_id, deadline
         return u, host, gated
@@ -326,13 +331,12 @@ class MemoryDispatch(MemoryBase):
                 u.last_crawl_at = o.fetched_at
                 late = u.last_signal_at is not None and u.last_signal_at > o.fetched_at + discard_s
                 u.signals_since_crawl = 1 if late else 0
+            u.due_at = self._due_of(u)  # back in its queue once, at its new due time
             host.queue.add((u.due_at, u.url))
-            self._rescore(u, refresh=False)
         else:
             u.fetch_errors += 1
+            u.due_at = max(u.due_at, o.fetched_at + retry_delay_s, self._floor(u))
             host.queue.add((u.due_at, u.url))
-            due = max(u.due_at, o.fetched_at + retry_delay_s, self._floor(u))
-            self._move(u, due, refresh=False)
         if o.retire is not None:
             self._retire(u, o.retire, o.fetched_at)
         elif u.gone_count >= self._controls.gone_after:
