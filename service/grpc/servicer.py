@@ -9,6 +9,7 @@ not implement ``UNIMPLEMENTED``; each with a message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from service.auth import Role, TokenTable
 from service.errors import InvalidInput, NotFound, StoreUnavailable
 from service.grpc import urlfrontier_pb2 as pb
-from service.grpc.auth import admit
+from service.grpc.auth import BeforeRefusal, admit, refuse
 from service.grpc.frontier import Ack, discover, lease, put_known
 from service.grpc.mapping import DEFAULT_CRAWL, url_item
 from service.host_schemas import HostChangeIn
@@ -58,13 +59,42 @@ async def _answering(context: Ctx) -> AsyncIterator[None]:
         await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
 
 
-async def _one_crawl(context: Ctx, crawl_id: str) -> None:
-    """Abort unless ``crawl_id`` names the one crawl crawlsched keeps."""
+#: At most what a refused request-streaming call reads of the rest of its stream, in
+#: messages and in seconds, before it answers (:func:`drainer`).
+DRAIN_MESSAGES = 10_000
+DRAIN_S = 5.0
+
+
+def drainer(requests: AsyncIterator[Any]) -> BeforeRefusal:
+    """What a request-streaming call does before it refuses: read the rest of the
+    client's stream (at most :data:`DRAIN_MESSAGES` messages or :data:`DRAIN_S`
+    seconds) and drop it.  grpcio's asyncio client, still writing its stream when the
+    refusal arrives, reports its own failed write (``INTERNAL``, "Internal error from
+    Core") instead of the server's status (grpc/grpc#36066); once it has half-closed
+    its stream it reports the status."""
+
+    async def drain() -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(DRAIN_S):
+                read = 0
+                async for _ in requests:
+                    read += 1
+                    if read >= DRAIN_MESSAGES:
+                        return
+
+    return drain
+
+
+async def _one_crawl(context: Ctx, crawl_id: str, before: BeforeRefusal = None) -> None:
+    """Abort unless ``crawl_id`` names the one crawl crawlsched keeps (after
+    ``before``)."""
     if crawl_id not in ("", DEFAULT_CRAWL):
-        await context.abort(
+        await refuse(
+            context,
             grpc.StatusCode.INVALID_ARGUMENT,
             f"crawlID: crawlsched keeps one crawl; send an empty crawlID or "
             f"{DEFAULT_CRAWL!r}, not {crawl_id[:100]!r}",
+            before,
         )
 
 
@@ -135,17 +165,20 @@ class FrontierServicer:
     async def PutURLs(
         self, request_iterator: AsyncIterator[pb.URLItem], context: Ctx
     ) -> AsyncIterator[pb.AckMessage]:
-        role = await admit(context, self.tokens, Role.WORKER)
+        drain = drainer(request_iterator)
+        role = await admit(context, self.tokens, Role.WORKER, drain)
         async for item in request_iterator:
             kind = item.WhichOneof("item")
             info: pb.URLInfo = getattr(item, kind).info if kind else pb.URLInfo()
-            await _one_crawl(context, info.crawlID)
+            await _one_crawl(context, info.crawlID, drain)
             ident = item.ID or info.url
             if kind == "discovered" and role is not Role.ADMIN:
-                await context.abort(
+                await refuse(
+                    context,
                     grpc.StatusCode.PERMISSION_DENIED,
                     f"{ident}: a DiscoveredURLItem registers a URL, which needs the role "
                     f"admin; the token has {role.value}",
+                    drain,
                 )
             try:
                 if kind == "discovered":
@@ -167,10 +200,11 @@ class FrontierServicer:
     async def PutDiscovered(
         self, request_iterator: AsyncIterator[pb.DiscoveredBatch], context: Ctx
     ) -> AsyncIterator[pb.BatchAck]:
-        await admit(context, self.tokens, Role.ADMIN)
+        drain = drainer(request_iterator)
+        await admit(context, self.tokens, Role.ADMIN, drain)
         async for batch in request_iterator:
             for info in batch.items:
-                await _one_crawl(context, info.crawlID)
+                await _one_crawl(context, info.crawlID, drain)
             try:
                 acks = await discover(self.ctx, batch.items)
             except StoreUnavailable as exc:
