@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -65,7 +65,7 @@ DRAIN_MESSAGES = 10_000
 DRAIN_S = 5.0
 
 
-def drainer(requests: AsyncIterator[Any]) -> BeforeRefusal:
+def drainer(requests: AsyncIterator[Any]) -> Callable[[], Awaitable[None]]:
     """What a request-streaming call does before it refuses: read the rest of the
     client's stream (at most :data:`DRAIN_MESSAGES` messages or :data:`DRAIN_S`
     seconds) and drop it.  grpcio's asyncio client, still writing its stream when the
