@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from scheduler_core.errors import ParameterError
 
@@ -78,17 +79,18 @@ class TrackerConfig:
             raise ParameterError("`clip` must be > 0")
 
 
-@dataclass(frozen=True, slots=True)
-class LogMean:
+class LogMean(NamedTuple):
     """A running mean of log values: ``exp(log_mean)`` estimates a multiplier.
 
     ``count`` observations have been taken; ``log_mean`` is ``None`` before the
     first.  ``var`` is the observations' spread around the mean under the same
-    weights (log units squared; 0 before the second).
+    weights (log units squared; 0 before the second).  Immutable; a named tuple, as
+    one is made per dispatched URL (its host's estimate) and a tuple is the cheapest
+    immutable record to make.
     """
 
     log_mean: float | None = None
-    count: float = 0.0
+    count: float = 0.0  # type: ignore[assignment]  # (shadows tuple.count, unused here)
     var: float = 0.0
 
     @property
@@ -143,18 +145,19 @@ def update_log_mean(state: LogMean, log_values: Iterable[float], config: Tracker
     >>> s.log_mean, s.count, s.var
     (1.0, 2.0, 1.0)
     """
-    mean, count, var = state.log_mean, state.count, state.var
+    mean, count, var = state
+    window, clip, isfinite = config.window, config.clip, math.isfinite
     for x in log_values:
-        if not math.isfinite(x):
+        if not isfinite(x):
             continue
         count += 1.0
         if mean is None:
             mean = x
             continue
         step = x - mean
-        if count > config.window:
-            step = max(-config.clip, min(config.clip, step))
-        w = min(count, config.window)
+        if count > window:  # clipped to [−clip, clip]
+            step = clip if step > clip else -clip if step < -clip else step
+        w = count if count < window else window
         mean += step / w
         var = (1.0 - 1.0 / w) * (var + step * step / w)  # as lib.lua's fold
     return LogMean(mean, count, var)

@@ -213,8 +213,8 @@ def create_app(
     if given is not None:  # usable before startup too (ASGI transports in tests)
         app.state.context = Context(given, clock, settings, metrics)
     routers = [module.router for module in (hosts, urls, events, dispatch, ops)]
-    for router in routers:
-        app.include_router(router)
+    for router in routers:  # the routes themselves: no per-request router indirection
+        app.router.routes.extend(router.routes)
     install_openapi(app, settings)
     app.add_middleware(
         BodyLimit, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s

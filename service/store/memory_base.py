@@ -110,17 +110,27 @@ class MemoryBase:
         gate and its block; out while its queue is empty, it is paused or it has
         ``max_in_flight`` leases out."""
         key = None
-        if host.queue and not host.paused and host.in_flight < self._cap(host):
-            block = -math.inf if host.blocked_until is None else host.blocked_until
-            key = (ready_score(max(host.queue[0][0], host.gate_at, block)), host.name)
-        if key == host.ready_key:
+        queue, cap = host.queue, host.max_in_flight
+        if (
+            queue
+            and not host.paused
+            and host.in_flight < (self._controls.max_in_flight if cap is None else cap)
+        ):
+            at = queue[0][0]  # the latest of the head's due time, the gate, the block
+            if host.gate_at > at:
+                at = host.gate_at
+            if host.blocked_until is not None and host.blocked_until > at:
+                at = host.blocked_until
+            key = (ready_score(at), host.name)
+        old = host.ready_key
+        if key == old:
             return  # in place already (a signal or result that left its head alone)
         ready = self._shards[host.shard].ready
-        if host.ready_key is not None:
-            if ready[0] == host.ready_key:  # the head, as a host just leased from is
-                ready.pop(0)
+        if old is not None:
+            if ready[0] == old:  # the head, as a host just leased from is
+                del ready[0]
             else:
-                ready.remove(host.ready_key)
+                ready.remove(old)
         host.ready_key = key
         if key is not None:
             ready.add(key)
@@ -258,8 +268,8 @@ class MemoryBase:
             self._finished.popitem(last=False)
 
     def _lambda_of(self, host: Host) -> float:
-        lam0 = self._lambda0.value or 0.0
-        return lam0 + host_multiplier(self._lambda0.value, host.estimate)
+        lam0 = self._lambda0.value
+        return (lam0 or 0.0) + host_multiplier(lam0, host.estimate)
 
     @staticmethod
     def _snapshot(u: Url) -> UrlState:

@@ -15,6 +15,7 @@ import numpy as np
 from scheduler_core.multipliers import (
     TrackerConfig,
     dispatch_gated,
+    host_multiplier,
     host_observation,
     update_log_mean,
 )
@@ -84,8 +85,9 @@ class MemoryDispatch(MemoryBase):
         if floor > now:
             self._move(u, max(due_at, floor))
             return None
-        host.queue.pop(0)
-        opened = max(host.gate_at, host.blocked_until or -math.inf)
+        del host.queue[0]
+        blocked = host.blocked_until or -math.inf
+        opened = blocked if blocked > host.gate_at else host.gate_at
         # held by politeness or a block (the gate opened late and it went out at once)
         gated = dispatch_gated(due_at, opened, now, host.crawl_delay_s)
         host.gate_at = now + host.crawl_delay_s
@@ -185,10 +187,11 @@ class MemoryDispatch(MemoryBase):
             dtype=URL_COLUMNS,
         )
         deadline = t + lease_ttl_s
+        lam0 = self._lambda0.value  # once a call (λ_h of each host from it)
         lam: dict[str, float] = {}
         for _, host, _ in rows:
             if host.name not in lam:
-                lam[host.name] = self._lambda_of(host)
+                lam[host.name] = (lam0 or 0.0) + host_multiplier(lam0, host.estimate)
         return LeaseColumns(
             now=t,
             lease_ids=[u.lease_id or "" for u, _, _ in rows],
@@ -211,15 +214,16 @@ class MemoryDispatch(MemoryBase):
         tried = 0
         self._lease_nonce = secrets.token_hex(8)
         # the shards' heads in a heap: only the shard leased from changes its head
-        heads = [(*s.ready[0], k) for k, s in enumerate(self._shards) if s.ready]
+        shards, hosts, reached = self._shards, self._hosts, score_now(now)
+        heads = [(*s.ready[0], k) for k, s in enumerate(shards) if s.ready]
         heapq.heapify(heads)
         while tried < n and heads:
             readiness, name, k = heads[0]
-            if readiness > score_now(now):
+            if readiness > reached:
                 break
             tried += 1
-            self._try(self._hosts[name], now, lease_ttl_s, grants, held)
-            ready = self._shards[k].ready
+            self._try(hosts[name], now, lease_ttl_s, grants, held)
+            ready = shards[k].ready
             if ready:
                 heapq.heapreplace(heads, (*ready[0], k))
             else:
@@ -363,10 +367,11 @@ class MemoryDispatch(MemoryBase):
         log_lam0 = self._lambda0.log_mean
         if log_lam0 is None:
             return
+        hosts = self._hosts
         for o in observations:  # each host's in dispatch order
-            x = host_observation(o.log_value, o.gated, log_lam0)
-            if x is None or o.host_observed:
+            if o.host_observed:
                 continue
-            host = self._hosts.get(o.host)
-            if host is not None:
+            x = host_observation(o.log_value, o.gated, log_lam0)
+            host = hosts.get(o.host)
+            if x is not None and host is not None:
                 host.estimate = update_log_mean(host.estimate, (x,), config)
