@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler_core.estimate.rates import add_event
-from scheduler_core.multipliers import LogMean, host_multiplier
+from scheduler_core.multipliers import LogMean
 from scheduler_core.params import FloatArray
 from service.clock import TimeSource, read_time
 from service.store.base import (
@@ -207,12 +207,10 @@ class MemoryStore(MemoryHosts):
         limit = math.log1p(tolerance)
         stale: list[tuple[float, str, float]] = []
         urls = 0
-        lam0 = self._lambda0.value  # once a pass (each host's Λ_h as _lambda_of gives it)
-        base = lam0 or 0.0
         for h in self._hosts.values():
             if not h.urls:
                 continue
-            target = base + host_multiplier(lam0, h.estimate)
+            target = self._lambda_of(h)
             scored = h.scored_lambda
             if scored is None or (scored > 0) != (target > 0):
                 drift = math.inf

@@ -110,27 +110,17 @@ class MemoryBase:
         gate and its block; out while its queue is empty, it is paused or it has
         ``max_in_flight`` leases out."""
         key = None
-        queue, cap = host.queue, host.max_in_flight
-        if (
-            queue
-            and not host.paused
-            and host.in_flight < (self._controls.max_in_flight if cap is None else cap)
-        ):
-            at = queue[0][0]  # the latest of the head's due time, the gate, the block
-            if host.gate_at > at:
-                at = host.gate_at
-            if host.blocked_until is not None and host.blocked_until > at:
-                at = host.blocked_until
-            key = (ready_score(at), host.name)
-        old = host.ready_key
-        if key == old:
+        if host.queue and not host.paused and host.in_flight < self._cap(host):
+            block = -math.inf if host.blocked_until is None else host.blocked_until
+            key = (ready_score(max(host.queue[0][0], host.gate_at, block)), host.name)
+        if key == host.ready_key:
             return  # in place already (a signal or result that left its head alone)
         ready = self._shards[host.shard].ready
-        if old is not None:
-            if ready[0] == old:  # the head, as a host just leased from is
-                del ready[0]
+        if host.ready_key is not None:
+            if ready[0] == host.ready_key:  # the head, as a host just leased from is
+                ready.pop(0)
             else:
-                ready.remove(old)
+                ready.remove(host.ready_key)
         host.ready_key = key
         if key is not None:
             ready.add(key)

@@ -15,7 +15,6 @@ import numpy as np
 from scheduler_core.multipliers import (
     TrackerConfig,
     dispatch_gated,
-    host_multiplier,
     host_observation,
     update_log_mean,
 )
@@ -85,9 +84,8 @@ class MemoryDispatch(MemoryBase):
         if floor > now:
             self._move(u, max(due_at, floor))
             return None
-        del host.queue[0]
-        blocked = host.blocked_until or -math.inf
-        opened = blocked if blocked > host.gate_at else host.gate_at
+        host.queue.pop(0)
+        opened = max(host.gate_at, host.blocked_until or -math.inf)
         # held by politeness or a block (the gate opened late and it went out at once)
         gated = dispatch_gated(due_at, opened, now, host.crawl_delay_s)
         host.gate_at = now + host.crawl_delay_s
@@ -187,11 +185,10 @@ class MemoryDispatch(MemoryBase):
             dtype=URL_COLUMNS,
         )
         deadline = t + lease_ttl_s
-        lam0 = self._lambda0.value  # once a call (λ_h of each host from it)
         lam: dict[str, float] = {}
         for _, host, _ in rows:
             if host.name not in lam:
-                lam[host.name] = (lam0 or 0.0) + host_multiplier(lam0, host.estimate)
+                lam[host.name] = self._lambda_of(host)
         return LeaseColumns(
             now=t,
             lease_ids=[u.lease_id or "" for u, _, _ in rows],
