@@ -7,7 +7,9 @@ Run from the repository root (grpcio-tools is a development dependency)::
 It writes ``urlfrontier_pb2.py`` (messages), ``urlfrontier_pb2.pyi`` (their types)
 and ``urlfrontier_pb2_grpc.py`` (the servicer registration and the client stub)
 beside the proto; they are committed, so neither installing nor serving needs
-grpcio-tools.  ``tests/grpc/test_stubs.py`` fails when they are stale.
+grpcio-tools.  ``tests/urlfrontier/test_stubs.py`` fails when they are stale; the
+development extra pins grpcio-tools to the version that generated them, which the stub
+module writes into its check of the installed grpcio.
 """
 
 from __future__ import annotations
