@@ -60,7 +60,8 @@ def request_id_of(scope: Scope) -> str:
 
 def flat_routes(routes: Sequence[BaseRoute]) -> Iterator[BaseRoute]:
     """The routes of a router, those of included routers too (recent FastAPI keeps an
-    included router as one lazy entry; the service includes its routers unprefixed)."""
+    included router as one lazy entry; the service puts its routes in the app's own
+    router, unprefixed, so that no request walks such an entry)."""
     for route in routes:
         inner = getattr(route, "original_router", None)
         if inner is not None:
