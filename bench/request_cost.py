@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,7 @@ from lean_http import HttpConnection
 from sampling import child_pid, cpu_seconds, machine_busy_seconds, show_and_save
 from service.loadgen.demo import served_app
 from service.ports import free_port
+from service.subprocesses import served_process
 
 #: The bare app: the service's answer to an empty /next, with its headers' shape.
 _BARE = """
@@ -83,34 +83,18 @@ class Kind:
 
 @contextmanager
 def served_bare() -> Iterator[tuple[str, int]]:
-    """The bare app under uvicorn; yields its base URL and pid."""
+    """The bare app under uvicorn, once it answers; yields its base URL and pid."""
     port = free_port()
+    base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "bare_app.py").write_text(_BARE)
         cmd = [
             sys.executable, "-m", "uvicorn", "--app-dir", folder, "bare_app:app",
             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
         ]  # fmt: skip
-        proc = subprocess.Popen(cmd)
-        try:
-            yield f"http://127.0.0.1:{port}", proc.pid
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-
-
-async def _ready(base: str, path: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            conn = await HttpConnection.open(base)
-            await conn.request("GET", path)
-            await conn.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
+        ready = f"{base}/next?n=1"
+        with served_process(cmd, os.environ, ready, name="bare uvicorn", startup_timeout_s=30) as p:
+            yield base, p.pid
 
 
 async def _register(base: str, urls: int, hosts: int) -> None:
@@ -153,7 +137,6 @@ async def measure(args: argparse.Namespace) -> list[Kind]:
         service_pid = child_pid(f"--port {service.rsplit(':', 1)[1]}")
         if service_pid is None:
             raise RuntimeError("no serving process found")
-        await _ready(bare, "/next?n=1")
         await _register(service, args.urls, args.hosts)
         await asyncio.sleep(args.settle)  # the first rescoring of the URLs registered
         servers = {"bare": (bare, bare_pid), "service": (service, service_pid)}
