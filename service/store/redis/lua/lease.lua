@@ -410,10 +410,24 @@ local function lease_shard(s_idx, idx)
         end
       end
     end
-    -- in the ready set at its new readiness, or out (lib.lua place_host on these fields)
-    local head = rcall('ZRANGE', q, '0', '0', 'WITHSCORES')
-    if head[1] and open then
-      ready[#ready + 1] = score_arg(readiness(num(head[2]), gate, blocked))
+    -- in the ready set at its new readiness, or out (lib.lua place_host on these fields).
+    -- Readiness is the latest of the queue's head, the gate and the block: while a URL
+    -- is due by the gate and block (as a backlog is), it is those two, and a member (no
+    -- score: a score costs the server a '%.17g' and Lua a tonumber) tells; else the
+    -- head is read.  A host paused or full is out whatever its queue holds.
+    local at = nil
+    if open then
+      local bound = readiness(-INF, gate, blocked)
+      local bound_arg = score_arg(bound)
+      if rcall('ZRANGEBYSCORE', q, '-inf', bound_arg, 'LIMIT', '0', '1')[1] then
+        at = bound_arg
+      else
+        local head = rcall('ZRANGE', q, '0', '0', 'WITHSCORES')
+        if head[1] then at = score_arg(readiness(num(head[2]), gate, blocked)) end
+      end
+    end
+    if at then
+      ready[#ready + 1] = at
       ready[#ready + 1] = host
     else
       gone[#gone + 1] = host
