@@ -23,10 +23,11 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import hiredis
+import redis
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
-from config import Config
+from config import SHARDS, Config
 
 #: Database of the raw-Redis comparison keys (the store uses db 0).
 RAW_DB = 1
@@ -51,10 +52,11 @@ return out
 #: The Redis commands ``lease.lua`` runs, with none of its logic: per shard (``fl:<s>:``
 #: keys) a read of its deadlines (expiry), its due hosts from its ready set WITH SCORES
 #: (its share of the batch), their host records (HMGET) and the lease counter; per host
-#: ZPOPMIN of its queue, HGET and HSET of the URL's record and the queue's next head
-#: WITH SCORES; per shard the host records (HSET), the hosts' new readiness (ZADD), the
-#: lease records (HSET) and one deadline (ZADD).  ARGV: the batch, S shards, the
-#: deadline, a nonce.  What the store's layout costs before any of its code runs.
+#: ZPOPMIN of its queue, HGET and HSET of the URL's record and whether a URL of the queue
+#: is due by the host's new gate (a member, no score: a backlog); per shard the host
+#: records (HSET), the hosts' new readiness (ZADD), the lease records (HSET) and one
+#: deadline (ZADD).  ARGV: the batch, S shards, the deadline, a nonce.  What the store's
+#: layout costs before any of its code runs.
 FLOOR_DISPATCH_LUA = """
 local n, S, deadline, nonce = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local per = math.ceil(1.1 * n / S)
@@ -75,17 +77,17 @@ for s = 0, S - 1 do
       if m then
         local rec = redis.call('HGET', 'raw:u:' .. h, m)
         redis.call('HSET', 'raw:u:' .. h, m, string.sub(rec, 1, -5) .. nonce)
-        local head = redis.call('ZRANGE', 'raw:q:' .. h, 0, 0, 'WITHSCORES')
+        local head = redis.call('ZRANGEBYSCORE', 'raw:q:' .. h, '-inf', deadline, 'LIMIT', 0, 1)
         host_recs[#host_recs + 1] = h
         host_recs[#host_recs + 1] = recs[i]
-        ready[#ready + 1] = head[2] or '0'
+        ready[#ready + 1] = deadline
         ready[#ready + 1] = h
         leases[#leases + 1] = seq + i
         leases[#leases + 1] = nonce .. string.rep(' ', 47) .. h .. ' ' .. m
         out = out + 1
       end
     end
-    if out > 0 then
+    if #host_recs > 0 then  -- (this shard's: a queue run dry gives nothing)
       redis.call('HSET', p .. 'hosts', unpack(host_recs))
       redis.call('ZADD', p .. 'ready', unpack(ready))
       redis.call('HSET', p .. 'leases', unpack(leases))
@@ -97,6 +99,19 @@ return out
 """
 #: Size of a host record as ``lease.lua`` writes it (``lua/lib.lua`` HOST_ALL).
 HOST_RECORD_BYTES = 60
+
+
+def floor_prepare(client: redis.Redis, hosts: int, shards: int, prefix: str = "fl") -> None:
+    """The shard keys of :data:`FLOOR_DISPATCH_LUA` over the hosts of :func:`raw_prepare`:
+    host ``h`` in shard ``h mod shards``, its record and its readiness (its queue's head);
+    ``prefix`` ``fe`` for :data:`FLOOR_EVENTS_LUA`'s own.  ``client`` is on :data:`RAW_DB`."""
+    pipe = client.pipeline(transaction=False)
+    for h in range(hosts):
+        p = f"{prefix}:{h % shards}:"
+        pipe.hset(p + "hosts", str(h), bytes(HOST_RECORD_BYTES))
+        pipe.zadd(p + "ready", {str(h): 0})
+    pipe.execute()
+
 
 #: The Redis commands an event of kind ARGV[1] costs the store's layout, with none of
 #: its logic, in one script per shard's share of the batch as the store calls them, on
@@ -252,21 +267,25 @@ class RespConnection:
         await self._writer.wait_closed()
 
 
-async def raw_prepare(port: int, cfg: Config) -> None:
-    """Per host a zset of its URL keys and a hash of 124-byte records, in db ``RAW_DB``."""
+async def raw_prepare(
+    port: int, hosts: int, per_host: int, prefix: str = "raw", flush: bool = True
+) -> None:
+    """Per host a zset of its URL keys and a hash of 124-byte records, in db ``RAW_DB``
+    (``<prefix>:q:<h>``, ``<prefix>:u:<h>``); the database emptied first with ``flush``."""
     conn = await RespConnection.open(port, RAW_DB)
-    keys = [f"/p/{j}/index.html" for j in range(cfg.per_host)]
+    keys = [f"/p/{j}/index.html" for j in range(per_host)]
     # every host has the same members: encode them once
     zadd = resp_args(*(x for j, k in enumerate(keys) for x in (j, k)))
     hset = resp_args(*(x for k in keys for x in (k, bytes(RECORD_BYTES))))
     head = b"*%d\r\n" % (2 + 2 * len(keys))
     try:
-        await conn.pipeline([resp("FLUSHDB")])
-        for h0 in range(0, cfg.hosts, 100):
+        if flush:
+            await conn.pipeline([resp("FLUSHDB")])
+        for h0 in range(0, hosts, 100):
             commands = []
-            for h in range(h0, min(cfg.hosts, h0 + 100)):
-                commands.append(head + resp_args("ZADD", f"raw:q:{h}") + zadd)
-                commands.append(head + resp_args("HSET", f"raw:u:{h}") + hset)
+            for h in range(h0, min(hosts, h0 + 100)):
+                commands.append(head + resp_args("ZADD", f"{prefix}:q:{h}") + zadd)
+                commands.append(head + resp_args("HSET", f"{prefix}:u:{h}") + hset)
             await conn.pipeline(commands)
     finally:
         await conn.close()
@@ -275,6 +294,10 @@ async def raw_prepare(port: int, cfg: Config) -> None:
 #: How the raw loops talk to Redis: redis-py pipelines, bare RESP pipelines, one Lua
 #: script per batch.
 RAW_CLIENTS = ("redis-py", "resp", "lua")
+#: The dispatch loop that runs :data:`FLOOR_DISPATCH_LUA` (one call per batch, on the
+#: keys of :func:`floor_prepare` and the queues of :func:`raw_prepare`): what the store's
+#: layout allows at best, measured as raw Redis is.
+FLOOR = "floor"
 
 Batch = TypeVar("Batch")
 Key = TypeVar("Key", bytes, str)
@@ -333,9 +356,11 @@ async def read_then_write(
 async def raw_dispatch(port: int, cfg: Config, seconds: float, how: str) -> float:
     """URLs/s of the minimal dispatch work (see the module docstring): ``workers``
     concurrent loops over batches of ``n`` hosts; ``how`` in :data:`RAW_CLIENTS`
-    (the pipelined ones take three round trips per batch: pop, read, write)."""
+    (the pipelined ones take three round trips per batch: pop, read, write), or
+    :data:`FLOOR`: the store's layout, :data:`FLOOR_DISPATCH_LUA` over ``SHARDS``
+    shards (its keys from :func:`floor_prepare`)."""
     r = aioredis.Redis(port=port, db=RAW_DB, max_connections=cfg.workers)
-    sha = await r.script_load(RAW_DISPATCH_LUA)
+    sha = await r.script_load(FLOOR_DISPATCH_LUA if how == FLOOR else RAW_DISPATCH_LUA)
     hosts = itertools.cycle(range(cfg.hosts))
     seq = itertools.count(1)
 
@@ -372,6 +397,8 @@ async def raw_dispatch(port: int, cfg: Config, seconds: float, how: str) -> floa
         deadline = time.time() + 600
         if conn is not None:
             return await pipelined_resp(conn, batch, deadline)
+        if how == FLOOR:  # (the script picks its hosts from the shards' ready sets)
+            return int(await r.evalsha(sha, 0, cfg.n, SHARDS, int(deadline * 1e6), "abcd"))
         if how == "lua":
             tail = struct.pack("<I", next(seq))
             return int(await r.evalsha(sha, 0, *batch, deadline, tail))
@@ -424,6 +451,39 @@ async def raw_events(port: int, cfg: Config, seconds: float, how: str) -> float:
 
     try:
         return await timed_loops(port, cfg.workers, seconds, how, own_batches, step)
+    finally:
+        await r.aclose()
+
+
+async def floor_events(port: int, cfg: Config, seconds: float, kinds: Sequence[str]) -> float:
+    """Events/s of the store's layout alone (:data:`FLOOR_EVENTS_LUA`, ``SHARDS`` shards,
+    on the keys of :func:`raw_prepare` and :func:`floor_prepare` with prefixes ``ev`` and
+    ``fe``): ``workers`` concurrent loops, each call ``event_batch`` random events of one
+    kind, the kinds taken in turn from ``kinds`` (``s`` signal, ``c`` click, ``r`` crawl
+    result: a mix in their proportions), one script per batch as raw Redis's."""
+    r = aioredis.Redis(port=port, db=RAW_DB, max_connections=cfg.workers)
+    sha = await r.script_load(FLOOR_EVENTS_LUA)
+    rng = random.Random(cfg.seed + 11)
+    pairs = [
+        [
+            x
+            for _ in range(cfg.event_batch)
+            for x in (rng.randrange(cfg.hosts), f"/p/{rng.randrange(cfg.per_host)}/index.html")
+        ]
+        for _ in range(16)
+    ]
+
+    def own_batches(offset: int) -> Iterator[tuple[str, list[int | str]]]:
+        return zip(itertools.cycle(kinds), itertools.islice(itertools.cycle(pairs), offset, None))
+
+    async def step(_: RespConnection | None, batch: tuple[str, list[int | str]]) -> int:
+        kind, args = batch
+        score = int(time.time() * 1e6)  # a due time in whole µs, as the store's
+        await r.evalsha(sha, 0, kind, SHARDS, score, *args)
+        return cfg.event_batch
+
+    try:
+        return await timed_loops(port, cfg.workers, seconds, "lua", own_batches, step)
     finally:
         await r.aclose()
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from config import LOAD_BATCH
 from phases import RESULT_ROUTE, EventsResult, percentile
-from raw_redis import RAW_CLIENTS
+from raw_redis import FLOOR, RAW_CLIENTS
 from runner import Report
 
 TARGETS = {
@@ -27,6 +27,17 @@ TARGETS = {
 JUDGED_RAW = "lua"
 #: The embedded store's dispatch and event mix ÷ the Redis store's, at least.
 MEMORY_OVER_REDIS = 2.0
+
+
+#: What the layout rows run (the floors of ``raw_redis``).
+FLOOR_NOTES = {
+    "dispatch": "the commands lease.lua issues for a batch over the same shards, none of "
+    "its logic (raw_redis.FLOOR_DISPATCH_LUA), run as raw Redis's script is; ",
+    "events": "the commands each event brings about in the store (the fold's and the "
+    "re-estimation's writes with their queues' ZADD, the settlement's, the hosts' "
+    "re-keying; raw_redis.FLOOR_EVENTS_LUA), batches of one kind in the mix's "
+    "proportions, run as raw Redis's script is; ",
+}
 
 
 def verdict(ok: bool) -> str:
@@ -175,6 +186,26 @@ def build_table(rep: Report) -> Table:
             f"{' (leases ran out)' if ev.ran_out else ''}{refused_note(ev)}"
             f"{fold_note(rep, kind)}; {rep.notes[f'events_{kind}']}",
         )
+    for kind, how, label in (
+        ("dispatch", JUDGED_RAW, "(e) raw Redis, dispatch, one Lua script per batch (URLs/s)"),
+        ("dispatch", FLOOR, "(e) the store's layout alone, dispatch (URLs/s)"),
+        ("events", JUDGED_RAW, "(e) raw Redis, events, one Lua script per batch (events/s)"),
+        ("events", FLOOR, "(e) the store's layout alone, the events mix (events/s)"),
+    ):
+        rate = rep.raw.get(f"{kind} {how}")
+        if rate is None:
+            continue
+        floor = how == FLOOR
+        lua = raw_rate(rep, kind)
+        what = FLOOR_NOTES[kind] if floor else ""
+        t.add_row(
+            label,
+            f"{rate:,.0f}",
+            "", "",
+            f"{lua:,.0f} lua" if floor else "",
+            f"{rate / lua:.3f}" if floor and lua > 0 else "",
+            what + rep.notes.get(f"raw {kind} {how}", ""),
+        )  # fmt: skip
     for name, ops in rep.redis_benchmark.items():
         t.add_row(
             f"(e) redis-benchmark {name} -P 100 (ops/s)",

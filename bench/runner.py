@@ -23,7 +23,7 @@ import httpx
 import redis
 from rich.console import Console
 
-from config import CRAWL_DELAY_S, LOAD_BATCH, MAX_IN_FLIGHT, Config
+from config import CRAWL_DELAY_S, LOAD_BATCH, MAX_IN_FLIGHT, SHARDS, Config
 from phases import (
     ROUTES,
     DispatchResult,
@@ -36,7 +36,17 @@ from phases import (
     result_bodies,
     top_up,
 )
-from raw_redis import RAW_CLIENTS, raw_dispatch, raw_events, raw_prepare, redis_benchmark
+from raw_redis import (
+    FLOOR,
+    RAW_CLIENTS,
+    RAW_DB,
+    floor_events,
+    floor_prepare,
+    raw_dispatch,
+    raw_events,
+    raw_prepare,
+    redis_benchmark,
+)
 from registration import LoadResult, load_direct, load_via_api
 from sampling import (
     Meter,
@@ -191,11 +201,29 @@ async def run(cfg: Config, console: Console) -> Report:
 
         console.log("raw Redis (e)")
         raw_s = max(2.0, cfg.seconds / 2)
-        for how in RAW_CLIENTS:  # each from full queues
-            await raw_prepare(server.port, cfg)
-            rep.raw[f"dispatch {how}"] = await raw_dispatch(server.port, cfg, raw_s, how)
+        raw_meter = Meter(None, server.process.pid, admin)
+        raw_db = redis.Redis(port=server.port, db=RAW_DB)
+        for how in (*RAW_CLIENTS, FLOOR):  # each from full queues
+            await raw_prepare(server.port, cfg.hosts, cfg.per_host)
+            if how == FLOOR:
+                floor_prepare(raw_db, cfg.hosts, SHARDS)
+            with raw_meter.window():
+                rate = await raw_dispatch(server.port, cfg, raw_s, how)
+            rep.raw[f"dispatch {how}"] = rate
+            rep.keep(f"raw dispatch {how}", raw_meter, rate * raw_meter.wall, "URL")
         for how in RAW_CLIENTS:
-            rep.raw[f"events {how}"] = await raw_events(server.port, cfg, raw_s, how)
+            with raw_meter.window():
+                rate = await raw_events(server.port, cfg, raw_s, how)
+            rep.raw[f"events {how}"] = rate
+            rep.keep(f"raw events {how}", raw_meter, rate * raw_meter.wall, "event")
+        # the event floor on keys of its own (it leaves raw Redis's as they were)
+        await raw_prepare(server.port, cfg.hosts, cfg.per_host, "ev", flush=False)
+        floor_prepare(raw_db, cfg.hosts, SHARDS, "fe")
+        with raw_meter.window():
+            rate = await floor_events(server.port, cfg, raw_s, [k[0] for k in MIX])
+        rep.raw[f"events {FLOOR}"] = rate
+        rep.keep(f"raw events {FLOOR}", raw_meter, rate * raw_meter.wall, "event")
+        raw_db.close()
         rep.redis_benchmark = redis_benchmark(server.port)
         admin.close()
     rep.wall_s = time.perf_counter() - t_start

@@ -142,23 +142,32 @@ class Meter:
         self.evalsha_calls, self.evalsha_usec = int(ev.get("calls", 0)), float(ev.get("usec", 0))
         self.rescored = rescored_urls(self.base, self.worker_base) - rescored0
 
+    def redis_us_per(self, units: float) -> float:
+        """Redis's CPU µs per unit over the last window, ``units`` done in it."""
+        return self.cpu["redis"] * self.wall / units * 1e6
+
     def note(self, units: float = 0.0, unit: str = "") -> str:
         """CPU shares, Redis time and rescoring, in words; with ``units`` (URLs, events)
         done in the window, the API's CPU and Redis's script time per ``unit`` too."""
         c = self.cpu
+        api = f"api {c['api']:.0%}, " if self.api_pid is not None else ""
         worker = f"worker {c['worker']:.0%}, " if "worker" in c else ""
         text = (
-            f"CPU api {c['api']:.0%}, {worker}redis {c['redis']:.0%}, client {c['bench']:.0%}, "
+            f"CPU {api}{worker}redis {c['redis']:.0%}, client {c['bench']:.0%}, "
             f"other processes {max(0.0, c['others']):.0%}"
         )
         if self.evalsha_calls:
             per = self.evalsha_usec / self.evalsha_calls
             busy = self.evalsha_usec / 1e6 / self.wall
             text += f"; EVALSHA {per:,.0f} µs/call, {busy:.0%} of wall"
-        if units > 0:
+        if units > 0 and self.api_pid is not None:
             api_us = c["api"] * self.wall / units * 1e6
             text += f"; per {unit}: API CPU {api_us:,.0f} µs, Redis scripts "
             text += f"{self.evalsha_usec / units:,.0f} µs"
+        elif units > 0:  # Redis alone (raw Redis's loops)
+            text += f"; per {unit}: Redis CPU {self.redis_us_per(units):,.1f} µs"
+            if self.evalsha_calls:
+                text += f", its scripts {self.evalsha_usec / units:,.1f} µs"
         if self.rescored > 0:
             text += f"; background rescoring: {self.rescored:,.0f} URLs"
         return text

@@ -61,11 +61,11 @@ from config import CRAWL_DELAY_S, MAX_IN_FLIGHT, spec_of, url_of
 from raw_redis import (
     FLOOR_DISPATCH_LUA,
     FLOOR_EVENTS_LUA,
-    HOST_RECORD_BYTES,
     RAW_DB,
     RAW_DISPATCH_LUA,
     RAW_EVENTS_LUA,
-    RECORD_BYTES,
+    floor_prepare,
+    raw_prepare,
 )
 from runner import MIX as EVENT_MIX
 from sampling import machine_busy_seconds, own_and_redis_cpu_s, rounds_summary, show_and_save
@@ -91,29 +91,6 @@ MIX = {kind: EVENT_MIX.count(kind) / len(EVENT_MIX) for kind in dict.fromkeys(EV
 def evalsha_usec(client: redis.Redis) -> float:
     """Redis's total ``EVALSHA`` time so far, µs."""
     return float(client.info("commandstats").get("cmdstat_evalsha", {}).get("usec", 0))
-
-
-def raw_prepare(client: redis.Redis, hosts: int, per_host: int, prefix: str = "raw") -> None:
-    """Per host a zset of its URL keys and a hash of their records, in db ``RAW_DB``
-    (``<prefix>:q:<h>``, ``<prefix>:u:<h>``)."""
-    keys = [f"/p/{j}/index.html" for j in range(per_host)]
-    pipe = client.pipeline(transaction=False)
-    for h in range(hosts):
-        pipe.zadd(f"{prefix}:q:{h}", {k: j for j, k in enumerate(keys)})
-        pipe.hset(f"{prefix}:u:{h}", mapping=dict.fromkeys(keys, bytes(RECORD_BYTES)))
-    pipe.execute()
-
-
-def floor_prepare(client: redis.Redis, hosts: int, shards: int, prefix: str = "fl") -> None:
-    """The shard keys of :data:`FLOOR_DISPATCH_LUA` over the hosts of :func:`raw_prepare`:
-    host ``h`` in shard ``h mod shards``, its record and its readiness (its queue's head);
-    ``prefix`` ``fe`` for :data:`FLOOR_EVENTS_LUA`'s own."""
-    pipe = client.pipeline(transaction=False)
-    for h in range(hosts):
-        p = f"{prefix}:{h % shards}:"
-        pipe.hset(p + "hosts", str(h), bytes(HOST_RECORD_BYTES))
-        pipe.zadd(p + "ready", {str(h): 0})
-    pipe.execute()
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,9 +122,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             return callgrind.instructions(pid) if counting else evalsha_usec(ours)
 
         raw = redis.Redis(port=server.port, db=RAW_DB)
-        raw_prepare(raw, args.hosts, per_host)
+        await raw_prepare(server.port, args.hosts, per_host)
         floor_prepare(raw, args.hosts, settings.shards)
-        raw_prepare(raw, args.hosts, per_host, "ev")  # the event floors' own
+        # the event floors' own
+        await raw_prepare(server.port, args.hosts, per_host, "ev", flush=False)
         floor_prepare(raw, args.hosts, settings.shards, "fe")
         raw_dispatch, raw_events, floor_dispatch, floor_events = (
             raw.register_script(RAW_DISPATCH_LUA),
