@@ -29,9 +29,10 @@ the other processes' load in each run's phase):
     ZPOPMIN from a per-host zset + HGET its 124-byte record + HSET it back + ZADD a
     lease zset (batches of ``--n``, same concurrency), per event HGET + HSET of a
     record (batches of ``--event-batch``), each through redis-py asyncio pipelines,
-    bare RESP pipelines and one Lua script per batch; the store's layout alone
-    (``raw_redis.FLOOR_DISPATCH_LUA``: the commands ``lease.lua`` issues for a batch
-    over the same shards, none of its logic), run as raw Redis's script is; Redis's
+    bare RESP pipelines and one Lua script per batch; the store's layout alone, run
+    as raw Redis's script is (``raw_redis.FLOOR_DISPATCH_LUA``: the commands
+    ``lease.lua`` issues for a batch over the same shards, none of its logic;
+    ``FLOOR_EVENTS_LUA``: the commands each event of the mix brings about); Redis's
     CPU per URL or event in each; and ``redis-benchmark -t zadd,zpopmin,hset -P 100``
     when the binary exists.  Our figures are given as ratios of the raw ones.
 

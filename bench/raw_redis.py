@@ -77,7 +77,7 @@ for s = 0, S - 1 do
       if m then
         local rec = redis.call('HGET', 'raw:u:' .. h, m)
         redis.call('HSET', 'raw:u:' .. h, m, string.sub(rec, 1, -5) .. nonce)
-        local head = redis.call('ZRANGEBYSCORE', 'raw:q:' .. h, '-inf', deadline, 'LIMIT', 0, 1)
+        redis.call('ZRANGEBYSCORE', 'raw:q:' .. h, '-inf', deadline, 'LIMIT', 0, 1)
         host_recs[#host_recs + 1] = h
         host_recs[#host_recs + 1] = recs[i]
         ready[#ready + 1] = deadline

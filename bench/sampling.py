@@ -142,10 +142,6 @@ class Meter:
         self.evalsha_calls, self.evalsha_usec = int(ev.get("calls", 0)), float(ev.get("usec", 0))
         self.rescored = rescored_urls(self.base, self.worker_base) - rescored0
 
-    def redis_us_per(self, units: float) -> float:
-        """Redis's CPU µs per unit over the last window, ``units`` done in it."""
-        return self.cpu["redis"] * self.wall / units * 1e6
-
     def note(self, units: float = 0.0, unit: str = "") -> str:
         """CPU shares, Redis time and rescoring, in words; with ``units`` (URLs, events)
         done in the window, the API's CPU and Redis's script time per ``unit`` too."""
@@ -165,7 +161,8 @@ class Meter:
             text += f"; per {unit}: API CPU {api_us:,.0f} µs, Redis scripts "
             text += f"{self.evalsha_usec / units:,.0f} µs"
         elif units > 0:  # Redis alone (raw Redis's loops)
-            text += f"; per {unit}: Redis CPU {self.redis_us_per(units):,.1f} µs"
+            redis_us = c["redis"] * self.wall / units * 1e6
+            text += f"; per {unit}: Redis CPU {redis_us:,.1f} µs"
             if self.evalsha_calls:
                 text += f", its scripts {self.evalsha_usec / units:,.1f} µs"
         if self.rescored > 0:
