@@ -2,7 +2,7 @@
 
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
                                  [--variant NAME ...] [--truth-from-day D] [--classes]
-                                 [--host-trace DAY ...]
+                                 [--host-trace DAY ...] [--probe-days D] [--probe-urls K]
 
 (a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
 worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
@@ -52,7 +52,16 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   still lets a URL's outcomes move it could give at best;
 - ``host-normal-prior``: the same with ``host-posterior-normal``'s posteriors in
   place of the truth, θ = θ_h and α/γ's certainty 1/Var(ln α/γ) of the host's
-  posterior added to γ̂'s.
+  posterior added to γ̂'s;
+- ``learned-probe`` and ``host-normal-prior-probe``: ``learned`` and
+  ``host-normal-prior`` with exploration by optimism: during the first
+  ``--probe-days`` (20) simulated days, while a host's ``host-posterior-normal``
+  posterior is uncertain (standard deviation of ln θ above 0.3 or of ln α/γ above
+  0.5), its ``--probe-urls`` (1) heaviest URLs with signals are handed to the
+  scheduler as if their signals announced every change (precision ≈ 0.999, α ≈ 0),
+  so that it crawls them after each signal: intervals of one signal tell a source's
+  precision apart from its unannounced changes, which passive outcomes with several
+  signals an interval do not.
 
 With ``--truth-from-day D`` the ``true-*`` swaps start on simulated day D (the
 estimates before it stay learned): how much of a variant's gain lies in the first D
@@ -74,7 +83,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,7 +111,7 @@ VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
     "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
     "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
-    "host-normal-prior",
+    "host-normal-prior", "learned-probe", "host-normal-prior-probe",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -120,15 +129,62 @@ SOURCE_EVIDENCE = float(np.log(20.0))
 #: The variants that fit each host's signal source (:class:`HostGrid`).
 HOST_VARIANTS = (
     "host-posterior", "host-posterior-normal", "source-posterior", "source-prior",
-    "host-normal-prior",
+    "host-normal-prior", "learned-probe", "host-normal-prior-probe",
 )  # fmt: skip
 #: The host variants whose hosts' population is a bivariate normal.
-NORMAL_VARIANTS = ("host-posterior-normal", "host-normal-prior")
+NORMAL_VARIANTS = (
+    "host-posterior-normal", "host-normal-prior", "learned-probe", "host-normal-prior-probe",
+)  # fmt: skip
 #: host-posterior-normal: least variance of each principal axis of the hosts' normal
 #: population in (ln α/γ, ln θ), and its EM iterations.
 NORMAL_MIN_VAR, NORMAL_ITERS = 0.25, 100
 #: host-posterior: least weight of an atom in the populations' EM (no atom dies).
 HOST_EM_FLOOR = 1e-12
+#: The probe variants: a host's source counts as uncertain while its posterior's
+#: standard deviation of ln θ or of ln(α/γ) is above these.
+PROBE_SD_THETA, PROBE_SD_C = 0.3, 0.5
+#: The probe variants: a probing URL's θ (precision 1 − e^{−7} ≈ 0.999) and α/γ.
+PROBE_THETA, PROBE_ALPHA_PER_SIGNAL = 7.0, 1e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    """The probe variants' exploration: for the first ``days`` simulated days, the
+    ``urls`` heaviest URLs (by Ŵ) with signals of each host whose source is uncertain."""
+
+    days: float = 20.0
+    urls: int = 1
+
+
+def probe_estimates(
+    probe: Probe,
+    now_s: float,
+    hosts: Sequence[str],
+    sd: tuple[FloatArray, FloatArray],
+    w: FloatArray,
+    g: FloatArray,
+    a: FloatArray,
+    t: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Exploration by optimism: (α, θ), shape (m,) each, with the probing URLs' set
+    to signals that announce every change (θ = :data:`PROBE_THETA`, α =
+    :data:`PROBE_ALPHA_PER_SIGNAL`·γ̂), so that the scheduler crawls them after each
+    signal, in intervals of one signal, which tell the host's precision apart from
+    its unannounced changes.  ``sd``: each URL's host posterior's standard deviations
+    of ln(α/γ) and ln θ (NaN: no posterior yet, uncertain); ``w``, ``g``: Ŵ and γ̂
+    (1/s); ``a``, ``t``: the estimates the others keep."""
+    if now_s > probe.days * DAY_S or probe.urls < 1:
+        return a, t
+    sd_c, sd_t = sd
+    unsure = ~(np.nan_to_num(sd_c, nan=np.inf) <= PROBE_SD_C) | ~(
+        np.nan_to_num(sd_t, nan=np.inf) <= PROBE_SD_THETA
+    )
+    names = np.asarray(hosts)
+    chosen = np.zeros(len(names), dtype=bool)
+    for host in sorted(set(names[unsure].tolist())):
+        rows = np.flatnonzero((names == host) & (g > 0))
+        chosen[rows[np.argsort(-w[rows], kind="stable")[: probe.urls]]] = True
+    return np.where(chosen, PROBE_ALPHA_PER_SIGNAL * g, a), np.where(chosen, PROBE_THETA, t)
 
 
 def _outcome_log_likelihood(x: FloatArray, z: np.ndarray) -> FloatArray:
@@ -378,7 +434,7 @@ def _host_fit(world: World, grid: HostGrid, day: float, with_outcomes: int) -> H
 
 
 def _swap(
-    world: World, variant: str, truth_from_s: float = 0.0
+    world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Probe()
 ) -> tuple[Swap | None, Refresh | None, list[HostFit]]:
     """The post-processing of every estimate for ``variant`` (None: none), what to
     run before it (em-prior: refit the population once a simulated day), and the
@@ -414,7 +470,7 @@ def _swap(
         elif variant == "true-source-prior":
             t = true_theta[idx]
             a = _tied_alpha(ctx, cols, g, alpha_per_signal[idx], t, np.inf)
-        elif variant == "host-normal-prior":
+        elif variant in ("host-normal-prior", "host-normal-prior-probe"):
             c, th = grid.of_hosts(cols.hosts)
             known = ~np.isnan(c)
             sd, _ = grid.sd_of_hosts(cols.hosts)
@@ -439,11 +495,14 @@ def _swap(
         elif variant == "source-prior":
             if grid.evidence > SOURCE_EVIDENCE:
                 a, t = source_prior_fit(ctx, cols, g, a, t)
-        else:  # exact-prior, em-prior
+        elif variant != "learned-probe":  # exact-prior, em-prior
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
             a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask)
             t = -np.log1p(-prec)
+        if variant.endswith("-probe"):
+            host_sd = grid.sd_of_hosts(cols.hosts)
+            a, t = probe_estimates(probe, ctx.clock.now(), cols.hosts, host_sd, w, g, a, t)
         return dataclasses.replace(
             est, weight=w, signal_rate=g, alpha=a, theta=t, params=to_params(w, g, a, t)
         )
@@ -513,10 +572,11 @@ class Run:
     host_trace: list[HostFit]
 
 
-def run(world: World, variant: str, truth_from_s: float = 0.0) -> Run:
+def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Probe()) -> Run:
     """One variant on ``world`` (host limits on, 5 crawls a step); the ``true-*``
-    swaps from simulated time ``truth_from_s`` (s) on."""
-    swap, refresh, trace = _swap(world, variant, truth_from_s)
+    swaps from simulated time ``truth_from_s`` (s) on; the probe variants explore as
+    ``probe`` says."""
+    swap, refresh, trace = _swap(world, variant, truth_from_s, probe)
     real = learning.learn
 
     async def learn(ctx: Context, cols: EstimateColumns, outcomes: bool = True) -> Any:
@@ -634,6 +694,14 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--classes", action="store_true", help="print the per-class table")
     ap.add_argument(
+        "--probe-days", type=float, default=Probe.days,
+        help="the probe variants explore during the first D simulated days",
+    )  # fmt: skip
+    ap.add_argument(
+        "--probe-urls", type=int, default=Probe.urls,
+        help="the probe variants' probing URLs per uncertain host",
+    )  # fmt: skip
+    ap.add_argument(
         "--host-trace", type=float, nargs="+", metavar="DAY", default=None,
         help="print the host variants' fit of the hosts' sources on these days",
     )  # fmt: skip
@@ -655,7 +723,8 @@ def main() -> None:
     runs: dict[str, Run] = {}
     for v in variants:
         console.log(f"running {v} ...")
-        runs[v] = run(world, v, args.truth_from_day * DAY_S)
+        probe = Probe(args.probe_days, args.probe_urls)
+        runs[v] = run(world, v, args.truth_from_day * DAY_S, probe)
     oracle = runs["oracle"].freshness
     table = Table(
         title=f"{args.world}: {args.urls:,} URLs, {args.days:g} days, "
