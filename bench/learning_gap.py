@@ -61,7 +61,14 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   scheduler as if their signals announced every change (precision ≈ 0.999, α ≈ 0),
   so that it crawls them after each signal: intervals of one signal tell a source's
   precision apart from its unannounced changes, which passive outcomes with several
-  signals an interval do not.
+  signals an interval do not;
+- ``host-normal-prior-binned``: ``host-normal-prior`` with each host's likelihood
+  from per-host sufficient statistics, the form a service could keep: at each
+  URL's point γ̂, unchanged outcomes through the sums of γ̂τ and n, changed ones
+  through a histogram of (ln γ̂τ, n) (48 bins of ln γ̂τ over 1e-4 … 1e4; n exact
+  below 8, in bins of a quarter of ln n above), instead of every URL's outcomes
+  on the grid at 8 quantiles of γ (its evidence, unused, is not the Bayes
+  factor).
 
 With ``--truth-from-day D`` the ``true-*`` swaps start on simulated day D (the
 estimates before it stay learned): how much of a variant's gain lies in the first D
@@ -111,7 +118,7 @@ VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
     "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
     "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
-    "host-normal-prior", "learned-probe", "host-normal-prior-probe",
+    "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
@@ -129,17 +136,20 @@ SOURCE_EVIDENCE = float(np.log(20.0))
 #: The variants that fit each host's signal source (:class:`HostGrid`).
 HOST_VARIANTS = (
     "host-posterior", "host-posterior-normal", "source-posterior", "source-prior",
-    "host-normal-prior", "learned-probe", "host-normal-prior-probe",
+    "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
 )  # fmt: skip
 #: The host variants whose hosts' population is a bivariate normal.
 NORMAL_VARIANTS = (
     "host-posterior-normal", "host-normal-prior", "learned-probe", "host-normal-prior-probe",
+    "host-normal-prior-binned",
 )  # fmt: skip
 #: host-posterior-normal: least variance of each principal axis of the hosts' normal
 #: population in (ln α/γ, ln θ), and its EM iterations.
 NORMAL_MIN_VAR, NORMAL_ITERS = 0.25, 100
 #: host-posterior: least weight of an atom in the populations' EM (no atom dies).
 HOST_EM_FLOOR = 1e-12
+#: host-normal-prior-binned: bins of ln x (x = γ̂τ) and the log-width of n's bins above 7.
+XBIN_LO, XBIN_HI, XBINS, NBIN_W = float(np.log(1e-4)), float(np.log(1e4)), 48, 0.25
 #: The probe variants: a host's source counts as uncertain while its posterior's
 #: standard deviation of ln θ or of ln(α/γ) is above these.
 PROBE_SD_THETA, PROBE_SD_C = 0.3, 0.5
@@ -318,6 +328,33 @@ class HostGrid:
             rows.append(logsumexp(ll, axis=0) - np.log(GAMMA_POINTS))
         return np.array(rows).reshape(-1, self.c.size)
 
+    def binned_log_likelihood(self, h: History) -> FloatArray:
+        """The host's ln P(outcomes | atom), shape (1, atoms) (or (0, atoms) without
+        outcomes), from per-host sufficient statistics: x = γ̂τ at each URL's point γ̂
+        = (C + 0.5)/E; unchanged outcomes through Σx and Σn, changed ones through a
+        histogram of (ln x, n) at the bins' centres."""
+        ok = (h.exposure > 0)[:, None] & h.mask
+        if not ok.any():
+            return np.zeros((0, self.c.size))
+        g = (h.signals + 0.5) / np.where(h.exposure > 0, h.exposure, 1.0)
+        x = (g[:, None] * h.tau)[ok]
+        n = h.n[ok]
+        z = h.z[ok]
+        ll = -self.c * x[~z].sum() - self.theta * n[~z].sum()
+        if z.any():
+            lx = np.clip(np.log(np.maximum(x[z], 1e-300)), XBIN_LO, XBIN_HI - 1e-9)
+            width = (XBIN_HI - XBIN_LO) / XBINS
+            xb = np.floor((lx - XBIN_LO) / width).astype(np.int64)
+            xc = np.exp(XBIN_LO + (xb + 0.5) * width)
+            nn = n[z]
+            nb = np.where(
+                nn < 8, nn, np.exp(np.round(np.log(np.maximum(nn, 1.0)) / NBIN_W) * NBIN_W)
+            )
+            keys, counts = np.unique(np.stack([xc, nb], axis=1), axis=0, return_counts=True)
+            eta = self.c[:, None] * keys[None, :, 0] + self.theta[:, None] * keys[None, :, 1]
+            ll = ll + (np.log(-np.expm1(-np.maximum(eta, 1e-300))) * counts[None, :]).sum(axis=1)
+        return ll[None, :]
+
     def refit(self, by_host: dict[str, FloatArray]) -> None:
         """The hosts' posteriors (geometric means of α/γ and θ) under the hosts'
         population, and the evidence, from each host's URLs' log-likelihoods."""
@@ -470,7 +507,11 @@ def _swap(
         elif variant == "true-source-prior":
             t = true_theta[idx]
             a = _tied_alpha(ctx, cols, g, alpha_per_signal[idx], t, np.inf)
-        elif variant in ("host-normal-prior", "host-normal-prior-probe"):
+        elif variant in (
+            "host-normal-prior",
+            "host-normal-prior-probe",
+            "host-normal-prior-binned",
+        ):
             c, th = grid.of_hosts(cols.hosts)
             known = ~np.isnan(c)
             sd, _ = grid.sd_of_hosts(cols.hosts)
@@ -538,13 +579,17 @@ def _swap(
         fitted_at[0] = now
         if variant in HOST_VARIANTS:
             by_host = {}
+            with_outcomes = 0
             for host in world.hosts:
                 states = await ctx.store.host_urls(host)
                 cols = estimate_table(states)
                 h = learning.history_of(cols, now, ctx.settings.estimate_decay_s)
-                by_host[host] = grid.url_log_likelihood(h)
+                if variant == "host-normal-prior-binned":
+                    by_host[host] = grid.binned_log_likelihood(h)
+                else:
+                    by_host[host] = grid.url_log_likelihood(h)
+                with_outcomes += int((h.mask.any(axis=1) & (h.exposure > 0)).sum())
             grid.refit(by_host)
-            with_outcomes = sum(len(ll) for ll in by_host.values())
             trace.append(_host_fit(world, grid, now / DAY_S, with_outcomes))
             if grid.evidence > SOURCE_EVIDENCE and not passed:
                 passed.append(now / DAY_S)
