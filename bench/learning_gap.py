@@ -182,13 +182,12 @@ def probe_estimates(
     signal, in intervals of one signal, which tell the host's precision apart from
     its unannounced changes.  ``sd``: each URL's host posterior's standard deviations
     of ln(α/γ) and ln θ (NaN: no posterior yet, uncertain); ``w``, ``g``: Ŵ and γ̂
-    (1/s); ``a``, ``t``: the estimates the others keep."""
+    (1/s); ``a``, ``t``: the estimates the others keep.  Source: docs/freshness.md,
+    "Exploration"."""
     if now_s > probe.days * DAY_S or probe.urls < 1:
         return a, t
     sd_c, sd_t = sd
-    unsure = ~(np.nan_to_num(sd_c, nan=np.inf) <= PROBE_SD_C) | ~(
-        np.nan_to_num(sd_t, nan=np.inf) <= PROBE_SD_THETA
-    )
+    unsure = ~((sd_c <= PROBE_SD_C) & (sd_t <= PROBE_SD_THETA))  # NaN compares False
     names = np.asarray(hosts)
     chosen = np.zeros(len(names), dtype=bool)
     for host in sorted(set(names[unsure].tolist())):
@@ -332,7 +331,8 @@ class HostGrid:
         """The host's ln P(outcomes | atom), shape (1, atoms) (or (0, atoms) without
         outcomes), from per-host sufficient statistics: x = γ̂τ at each URL's point γ̂
         = (C + 0.5)/E; unchanged outcomes through Σx and Σn, changed ones through a
-        histogram of (ln x, n) at the bins' centres."""
+        histogram of (ln x, n) at the bins' centres (the log-link model, paper 004
+        App. E)."""
         ok = (h.exposure > 0)[:, None] & h.mask
         if not ok.any():
             return np.zeros((0, self.c.size))
@@ -352,7 +352,7 @@ class HostGrid:
             )
             keys, counts = np.unique(np.stack([xc, nb], axis=1), axis=0, return_counts=True)
             eta = self.c[:, None] * keys[None, :, 0] + self.theta[:, None] * keys[None, :, 1]
-            ll = ll + (np.log(-np.expm1(-np.maximum(eta, 1e-300))) * counts[None, :]).sum(axis=1)
+            ll = ll + (_outcome_log_likelihood(eta, np.True_) * counts[None, :]).sum(axis=1)
         return ll[None, :]
 
     def refit(self, by_host: dict[str, FloatArray]) -> None:
@@ -507,11 +507,7 @@ def _swap(
         elif variant == "true-source-prior":
             t = true_theta[idx]
             a = _tied_alpha(ctx, cols, g, alpha_per_signal[idx], t, np.inf)
-        elif variant in (
-            "host-normal-prior",
-            "host-normal-prior-probe",
-            "host-normal-prior-binned",
-        ):
+        elif variant.startswith("host-normal-prior"):
             c, th = grid.of_hosts(cols.hosts)
             known = ~np.isnan(c)
             sd, _ = grid.sd_of_hosts(cols.hosts)
@@ -766,9 +762,9 @@ def main() -> None:
     truth = solver_lambda0(world.params)
     console = Console(width=150)
     runs: dict[str, Run] = {}
+    probe = Probe(args.probe_days, args.probe_urls)
     for v in variants:
         console.log(f"running {v} ...")
-        probe = Probe(args.probe_days, args.probe_urls)
         runs[v] = run(world, v, args.truth_from_day * DAY_S, probe)
     oracle = runs["oracle"].freshness
     table = Table(
