@@ -3,6 +3,7 @@
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
                                  [--variant NAME ...] [--truth-from-day D] [--classes]
                                  [--host-trace DAY ...] [--probe-days D] [--probe-urls K]
+                                 [--evidence-trace]
 
 (a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
 worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
@@ -80,9 +81,12 @@ warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offli
 solver's on the world's true parameters and on the parameters the service held at
 the end of the run (the learned ones); with ``--classes``, per class of pages (by
 true W, Δ and precision): their click share, freshness and crawls per variant,
-and the median error of the learned W, Δ (log ratio), precision and recall.  On the
-default world (2 cores): ~4 min per learned variant, ~8 for exact-prior, ~15 for
-em-prior; at ``--urls 200`` about 1–2 min per learned variant.
+and the median error of the learned W, Δ (log ratio), precision and recall; with
+``--evidence-trace``, the service's evidence of one signal source per host (the log
+Bayes factor, :func:`scheduler_core.estimate.source.source_evidence`) at the end of
+each learner cycle, day by day.  On the default world (2 cores): ~4 min per learned
+variant, ~8 for exact-prior, ~15 for em-prior; at ``--urls 200`` about 1–2 min per
+learned variant.
 """
 
 from __future__ import annotations
@@ -105,11 +109,13 @@ from scheduler_core.estimate.change import fit_outcomes
 from scheduler_core.estimate.hierarchy import MAX_SHAPE
 from scheduler_core.estimate.learn import URL_ALPHA_SHAPE, Estimates, History, to_params
 from scheduler_core.estimate.pooled import fit_rate_with_offset
+from scheduler_core.estimate.source import ATOMS, host_log_likelihood
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.sim import DAY_S, World
 from scheduler_core.sim.evaluate import subset_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
+from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.simulation import ServicePolicy
 from service.store.estimate_columns import EstimateColumns, estimate_table
@@ -127,9 +133,9 @@ ALPHA_BINS, PRECISION_BINS = 24, 15
 ALPHA_TOP = 3.0 / DAY_S
 #: em-prior: simulated seconds between two fits of the population, and EM iterations.
 EM_EVERY_S, EM_ITERS = DAY_S, 200
-#: host-posterior: points of the α/γ grid (geometric, 1e-3 … 1e3) and quantiles of
-#: each URL's γ posterior averaged over.
-HOST_C_POINTS, HOST_THETA_POINTS, GAMMA_POINTS = 31, 21, 8
+#: host-posterior: quantiles of each URL's γ posterior averaged over (the grid of
+#: (α/γ, θ) is the service's, :data:`scheduler_core.estimate.source.ATOMS`).
+GAMMA_POINTS = 8
 #: source-posterior: the evidence (log Bayes factor, nats) above which it takes the
 #: hosts' posteriors: 20 to 1.
 SOURCE_EVIDENCE = float(np.log(20.0))
@@ -148,8 +154,6 @@ NORMAL_VARIANTS = (
 NORMAL_MIN_VAR, NORMAL_ITERS = 0.25, 100
 #: host-posterior: least weight of an atom in the populations' EM (no atom dies).
 HOST_EM_FLOOR = 1e-12
-#: host-normal-prior-binned: bins of ln x (x = γ̂τ) and the log-width of n's bins above 7.
-XBIN_LO, XBIN_HI, XBINS, NBIN_W = float(np.log(1e-4)), float(np.log(1e4)), 48, 0.25
 #: The probe variants: a host's source counts as uncertain while its posterior's
 #: standard deviation of ln θ or of ln(α/γ) is above these.
 PROBE_SD_THETA, PROBE_SD_C = 0.3, 0.5
@@ -284,12 +288,7 @@ class HostGrid:
 
     def __init__(self, normal: bool = False) -> None:
         self.normal = normal
-        cc, tt = np.meshgrid(
-            np.geomspace(1e-3, 1e3, HOST_C_POINTS),
-            np.geomspace(1e-3, 10.0, HOST_THETA_POINTS),
-            indexing="ij",
-        )
-        self.c, self.theta = cc.ravel(), tt.ravel()
+        self.c, self.theta = ATOMS  # the service's grid (31 × 21)
         self.fit_c: dict[str, float] = {}
         self.fit_theta: dict[str, float] = {}
         #: each host's posterior standard deviation of ln(α/γ) and of ln θ
@@ -329,31 +328,11 @@ class HostGrid:
 
     def binned_log_likelihood(self, h: History) -> FloatArray:
         """The host's ln P(outcomes | atom), shape (1, atoms) (or (0, atoms) without
-        outcomes), from per-host sufficient statistics: x = γ̂τ at each URL's point γ̂
-        = (C + 0.5)/E; unchanged outcomes through Σx and Σn, changed ones through a
-        histogram of (ln x, n) at the bins' centres (the log-link model, paper 004
-        App. E)."""
-        ok = (h.exposure > 0)[:, None] & h.mask
-        if not ok.any():
-            return np.zeros((0, self.c.size))
-        g = (h.signals + 0.5) / np.where(h.exposure > 0, h.exposure, 1.0)
-        x = (g[:, None] * h.tau)[ok]
-        n = h.n[ok]
-        z = h.z[ok]
-        ll = -self.c * x[~z].sum() - self.theta * n[~z].sum()
-        if z.any():
-            lx = np.clip(np.log(np.maximum(x[z], 1e-300)), XBIN_LO, XBIN_HI - 1e-9)
-            width = (XBIN_HI - XBIN_LO) / XBINS
-            xb = np.floor((lx - XBIN_LO) / width).astype(np.int64)
-            xc = np.exp(XBIN_LO + (xb + 0.5) * width)
-            nn = n[z]
-            nb = np.where(
-                nn < 8, nn, np.exp(np.round(np.log(np.maximum(nn, 1.0)) / NBIN_W) * NBIN_W)
-            )
-            keys, counts = np.unique(np.stack([xc, nb], axis=1), axis=0, return_counts=True)
-            eta = self.c[:, None] * keys[None, :, 0] + self.theta[:, None] * keys[None, :, 1]
-            ll = ll + (_outcome_log_likelihood(eta, np.True_) * counts[None, :]).sum(axis=1)
-        return ll[None, :]
+        outcomes), from per-host sufficient statistics, as the service's learner
+        computes it (:func:`scheduler_core.estimate.source.host_log_likelihood`, whose
+        grid is this one)."""
+        ll = host_log_likelihood(h)
+        return np.zeros((0, self.c.size)) if ll is None else ll[None, :]
 
     def refit(self, by_host: dict[str, FloatArray]) -> None:
         """The hosts' posteriors (geometric means of α/γ and θ) under the hosts'
@@ -611,6 +590,9 @@ class Run:
     final: UrlParams
     #: the host variants' daily fit of the hosts' sources (empty for the others)
     host_trace: list[HostFit]
+    #: the service's evidence of one signal source per host at the end of each
+    #: learner cycle: (simulated day, log Bayes factor in nats)
+    evidence: list[tuple[float, float]]
 
 
 def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Probe()) -> Run:
@@ -632,6 +614,15 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
         params="oracle" if variant == "oracle" else "learned", settings={"signal_discard_s": 0.0}
     )
     learning.learn = learn
+    evidence: list[tuple[float, float]] = []
+    cycle_done = Metrics.learner_cycle_done
+
+    def record(m: Metrics, *args: Any) -> None:
+        cycle_done(m, *args)
+        source = m.learner.source_evidence
+        evidence.append((policy.context.clock.now() / DAY_S, np.nan if source is None else source))
+
+    Metrics.learner_cycle_done = record  # type: ignore[method-assign]
     try:
         t0 = time.perf_counter()
         res = simulate(world, policy, crawls_per_step=5, host_limits=True)
@@ -639,10 +630,11 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
         return Run(
             res.accuracy, res.report.click_stderr, time.perf_counter() - t0,
             res.crawl_url, res.crawl_time, policy.lambda0_settled, policy.final_params,
-            trace,
+            trace, evidence,
         )  # fmt: skip
     finally:
         learning.learn = real
+        Metrics.learner_cycle_done = cycle_done  # type: ignore[method-assign]
 
 
 def classes(world: World) -> dict[str, np.ndarray]:
@@ -743,6 +735,10 @@ def main() -> None:
         help="the probe variants' probing URLs per uncertain host",
     )  # fmt: skip
     ap.add_argument(
+        "--evidence-trace", action="store_true",
+        help="print the service's evidence of one signal source per host, each learner cycle",
+    )  # fmt: skip
+    ap.add_argument(
         "--host-trace", type=float, nargs="+", metavar="DAY", default=None,
         help="print the host variants' fit of the hosts' sources on these days",
     )  # fmt: skip
@@ -795,6 +791,11 @@ def main() -> None:
         console.print(class_table(world, runs))
     if args.host_trace:
         console.print(host_trace_table(runs, args.host_trace))
+    if args.evidence_trace:
+        for v, r in runs.items():
+            if v != "oracle":
+                trace = " ".join(f"{d:.0f}:{e:.1f}" for d, e in r.evidence)
+                console.print(f"{v}: the evidence of one source per host, day:nats: {trace}")
 
 
 if __name__ == "__main__":

@@ -174,6 +174,8 @@ HOST_OUT: dict[str, Any] = {
     "scored_threshold": 41.67,
     "signal_precision": 0.884,
     "signal_outcomes": 3.0,
+    "source_precision": 0.71,
+    "source_recall": 0.83,
     "max_in_flight": 1,
     "in_flight": 0,
     "paused": False,

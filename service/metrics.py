@@ -82,6 +82,8 @@ class LearnerStatus:
     cycle_duration_s: float | None = None
     freshness: float | None = None  # Σ W·P(fresh) / Σ W at the last completed cycle
     urls_seen: int = 0  # URLs the last completed cycle read
+    #: the last cycle's log Bayes factor that each host's URLs share one signal source
+    source_evidence: float | None = None
 
 
 class _LearnerCollector(Collector):
@@ -114,6 +116,13 @@ class _LearnerCollector(Collector):
                 "The model's estimate of current freshness, Σ W·P(fresh) / Σ W over "
                 "registered URLs, P(fresh) = exp(−α τeff), at the learner's last cycle",
                 s.freshness,
+            ),
+            (
+                "crawlsched_signal_source_evidence",
+                "Log Bayes factor (nats) at the learner's last cycle that each host's URLs "
+                "share one signal source (its recall and precision); above ln 20 each URL's "
+                "priors follow its host's source",
+                s.source_evidence,
             ),
         )
         for name, text, value in families:
@@ -241,7 +250,9 @@ class Metrics:
         """Record the end of a learner pass (now, wall clock)."""
         self.learner.pass_completed_at = time.time()
 
-    def learner_cycle_done(self, freshness: float, duration_s: float, urls: int) -> None:
+    def learner_cycle_done(
+        self, freshness: float, duration_s: float, urls: int, source_evidence: float = math.nan
+    ) -> None:
         """Record the end of a learner cycle over every host.
 
         Parameters
@@ -252,11 +263,15 @@ class Metrics:
             Wall seconds the cycle took.
         urls : int
             URLs it read.
+        source_evidence : float
+            The log Bayes factor of one signal source per host (NaN: none yet;
+            :func:`scheduler_core.estimate.source.source_evidence`).
         """
         self.learner.cycle_completed_at = time.time()
         self.learner.cycle_duration_s = duration_s
         self.learner.freshness = None if math.isnan(freshness) else freshness
         self.learner.urls_seen = urls
+        self.learner.source_evidence = None if math.isnan(source_evidence) else source_evidence
 
     def render(self, stats: StoreStats) -> bytes:
         """Prometheus text exposition with ``stats`` as the store snapshot."""

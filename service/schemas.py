@@ -407,6 +407,15 @@ class HostOut(BaseModel):
         "URLs at the learner's last pass); null before any signal-bearing crawl outcome"
     )
     signal_outcomes: float = Field(description="signal-bearing crawl outcomes behind it")
+    source_precision: float | None = Field(
+        None,
+        description="precision of the host's signal source as one source shared by its "
+        "URLs: the posterior from all their crawl outcomes under the hosts' population, at "
+        "the learner's last pass; null before the learner has fitted the population",
+    )
+    source_recall: float | None = Field(
+        None, description="recall of the host's signal source, the same posterior's"
+    )
     max_in_flight: int = Field(1, description="concurrent leases allowed")
     in_flight: int = Field(0, description="leases out now")
     paused: bool = False

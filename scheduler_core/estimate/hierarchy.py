@@ -38,6 +38,8 @@ __all__ = [
     "shrink",
 ]
 
+NAN = float("nan")
+
 #: The learned quantities, in the order of :class:`GroupStats`.
 QUANTITIES = ("weight", "signal_rate", "alpha", "theta")
 
@@ -176,9 +178,19 @@ class GroupStats:
         among a host's URLs (:meth:`alpha_follows_signals`).
     sum_ln_alpha_per_signal, alpha_signal_pairs : Σ ln(α̂/γ̂) over those URLs and
         their count (:func:`.members.alpha_and_signals`).
+    source : a host's signal source, its posterior under the hosts' population
+        (:class:`.source.SourcePosterior`: c = α/γ, θ, and the standard deviations of
+        their logarithms), NaN without one.
+    population, evidence : the global group's hosts' population of sources (the five
+        floats of :meth:`.source.SourcePopulation.to_tuple`) and the log Bayes factor
+        of one source per host (:func:`.source.source_evidence`), NaN without them.
+    sources_shared : 1 where the learner takes each host's URLs as sharing one
+        source (:func:`.source.sources_shared`), else 0.
 
-    The last three groups are sums over hosts, so a label's or the global group's
-    pool every host's evidence.
+    The fields from ``theta_excess`` to ``alpha_signal_pairs`` are sums over hosts, so
+    a label's or the global group's pool every host's evidence; ``source``,
+    ``population``, ``evidence`` and ``sources_shared`` are not summed (a sum has
+    none).
     """
 
     moments: tuple[Moments, Moments, Moments, Moments] = field(
@@ -194,6 +206,10 @@ class GroupStats:
     alpha_signal_dof: float = 0.0
     sum_ln_alpha_per_signal: float = 0.0
     alpha_signal_pairs: float = 0.0
+    source: tuple[float, float, float, float] = (NAN, NAN, NAN, NAN)
+    population: tuple[float, float, float, float, float] = (NAN, NAN, NAN, NAN, NAN)
+    evidence: float = NAN
+    sources_shared: float = 0.0
 
     def __add__(self, other: GroupStats) -> GroupStats:
         return GroupStats(
@@ -244,7 +260,10 @@ class GroupStats:
         out: list[float] = []
         for mo in self.moments:
             out += [mo.n, mo.s1, mo.s2, mo.sv]
-        return (*out, self.pooled_theta, self.pooled_outcomes, *(getattr(self, f) for f in _SUMMED))
+        return (
+            *out, self.pooled_theta, self.pooled_outcomes, *(getattr(self, f) for f in _SUMMED),
+            *self.source, *self.population, self.evidence, self.sources_shared,
+        )  # fmt: skip
 
     @classmethod
     def from_tuple(cls, values: Sequence[float] | None) -> GroupStats:
@@ -253,12 +272,22 @@ class GroupStats:
         cycle writes again."""
         if values is None or len(values) != TUPLE_LENGTH:
             return cls()
-        mos = tuple(Moments(*values[4 * k : 4 * k + 4]) for k in range(4))
-        return cls(mos, *(float(v) for v in values[16:]))  # type: ignore[arg-type]
+        v = [float(x) for x in values]
+        mos = tuple(Moments(*v[4 * k : 4 * k + 4]) for k in range(4))
+        k = 18 + len(_SUMMED)
+        summed = dict(zip(_SUMMED, v[18:k], strict=True))
+        return cls(
+            mos,  # type: ignore[arg-type]
+            v[16], v[17], **summed,
+            source=(v[k], v[k + 1], v[k + 2], v[k + 3]),
+            population=(v[k + 4], v[k + 5], v[k + 6], v[k + 7], v[k + 8]),
+            evidence=v[k + 9],
+            sources_shared=v[k + 10],
+        )  # fmt: skip
 
 
 #: Floats in :meth:`GroupStats.to_tuple`.
-TUPLE_LENGTH = 18 + len(_SUMMED)
+TUPLE_LENGTH = 18 + len(_SUMMED) + 11
 
 
 def shrink(

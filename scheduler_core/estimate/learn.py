@@ -76,8 +76,15 @@ POPULATION_MIN_SHAPE = 1e-6
 #: The prior of α/γ (dimensionless) where recall is the host's source's: with recall
 #: shared by the source, α = (1 − r)Δ = γ·p(1 − r)/r runs in proportion to γ.
 ALPHA_PER_SIGNAL = "alpha_per_signal"
-#: The keys of :class:`Priors`: the learned quantities and α per signal.
-PRIOR_KEYS = (*QUANTITIES, ALPHA_PER_SIGNAL)
+#: The prior of α/γ from the host's source posterior (:mod:`.source`): its shape is
+#: the posterior's certainty of α/γ alone, to which :meth:`Priors.alpha_given` adds
+#: γ̂'s own uncertainty.
+SOURCE_ALPHA_PER_SIGNAL = "source_alpha_per_signal"
+#: The keys of :class:`Priors`: the learned quantities and the two of α per signal.
+PRIOR_KEYS = (*QUANTITIES, ALPHA_PER_SIGNAL, SOURCE_ALPHA_PER_SIGNAL)
+#: Shape of a URL's θ prior at its host's source posterior θ_h: the source's θ is
+#: the URL's (a URL's own few outcomes would move it along the ridge of α and θ).
+SOURCE_THETA_SHAPE = 1e4
 #: Largest squared coefficient of variation of θ among a host's URLs (its upper
 #: bound) at which signal quality is taken as the host's source's: the URLs agree
 #: on θ to within a CV of 0.45, and their prior at θ_h has shape ≥ 5.
@@ -225,21 +232,38 @@ class Priors:
             if not math.isnan(self.shape[q][i])
         }
 
-    def alpha_given(self, signal_rate: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def alpha_given(
+        self, signal_rate: FloatArray, signals: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
         """α's prior (shape, rate), (m,) arrays, for URLs whose signals arrive at
-        ``signal_rate`` (1/s, (m,)): where a URL has an ``alpha_per_signal`` prior
-        and signals, α/γ follows it, so α's rate is its rate over γ; elsewhere
-        ``alpha``'s.  Source: docs/model.md, "Signal quality per source"
-        (α = (1 − r)Δ = γ·p(1 − r)/r where the source's recall is shared)."""
-        if ALPHA_PER_SIGNAL not in self.shape:
-            return self.shape["alpha"], self.rate["alpha"]
-        shape, rate = self.shape[ALPHA_PER_SIGNAL], self.rate[ALPHA_PER_SIGNAL]
-        use = ~np.isnan(shape) & (signal_rate > 0)
-        g = np.where(use, signal_rate, 1.0)
-        return (
-            np.where(use, shape, self.shape["alpha"]),
-            np.where(use, rate / g, self.rate["alpha"]),
-        )
+        ``signal_rate`` (1/s, (m,)), estimated from ``signals`` (m,) decayed counts.
+
+        Where a URL has a prior on α/γ and signals, α follows γ̂: with the host's
+        source posterior's (``source_alpha_per_signal``, shape k), α's mode is
+        α/γ's times γ̂ and its shape holds both uncertainties, 1/(1/k + 1/(C + 2)),
+        C + 2 for γ̂'s own (a Gamma of shape C + 1, plus one), at least
+        :data:`URL_ALPHA_SHAPE`; with the host's typical α̂/γ̂'s
+        (``alpha_per_signal``, whose shape is α̂'s spread, γ̂'s noise in it), α's
+        rate is its rate over γ̂.  Elsewhere ``alpha``'s.  Source: docs/model.md,
+        "Signal quality per source" (α = (1 − r)Δ = γ·p(1 − r)/r where the source's
+        recall is shared)."""
+        shape, rate = self.shape["alpha"], self.rate["alpha"]
+        g = np.where(signal_rate > 0, signal_rate, 1.0)
+        if ALPHA_PER_SIGNAL in self.shape:
+            k = self.shape[ALPHA_PER_SIGNAL]
+            use = ~np.isnan(k) & (signal_rate > 0)
+            shape = np.where(use, k, shape)
+            rate = np.where(use, self.rate[ALPHA_PER_SIGNAL] / g, rate)
+        if SOURCE_ALPHA_PER_SIGNAL in self.shape:
+            k = self.shape[SOURCE_ALPHA_PER_SIGNAL]
+            use = ~np.isnan(k) & (signal_rate > 0)
+            k = np.where(use, k, 2.0)
+            mode = np.where(use, (k - 1.0) / self.rate[SOURCE_ALPHA_PER_SIGNAL] * g, 1.0)
+            both = 1.0 / (1.0 / k + 1.0 / (np.maximum(signals, 0.0) + 2.0))
+            both = np.maximum(both, URL_ALPHA_SHAPE)
+            shape = np.where(use, both, shape)
+            rate = np.where(use, (both - 1.0) / mode, rate)
+        return shape, rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +347,7 @@ def estimate(
         n_obs = history.mask.sum(axis=1).astype(np.int64)
     else:
         fit = fit_outcomes(
-            history.tau, history.n, history.z, history.mask, priors.alpha_given(g),
+            history.tau, history.n, history.z, history.mask, priors.alpha_given(g, history.signals),
             (priors.shape["theta"], priors.rate["theta"]),
         )  # fmt: skip
         alpha, theta, info, n_obs = fit.alpha, fit.theta, fit.alpha_info, fit.n_obs
@@ -357,6 +381,13 @@ def prior_chain(
     prior on α/γ (:data:`ALPHA_PER_SIGNAL`), its mode at the host's typical α̂/γ̂
     (the geometric mean, shrunk towards the global one by ``pseudo_members``
     URLs), which :func:`estimate` turns into α's prior at the URL's own γ̂.
+
+    Where the learner takes each host's URLs as sharing one source (the global
+    group's ``sources_shared``, :func:`.source.sources_shared`) and the host has its
+    source's posterior (``host_stats.source``,
+    :class:`.source.SourcePosterior`), both follow it instead: θ's prior at its θ_h
+    with shape :data:`SOURCE_THETA_SHAPE`, α/γ's at its c_h with shape 1/Var(ln c)
+    of the posterior.
     """
     out: Prior4 = {}
     for q in QUANTITIES:
@@ -387,6 +418,13 @@ def prior_chain(
         )
         shape = out["alpha"].shape
         out[ALPHA_PER_SIGNAL] = GammaPrior(shape, (shape - 1.0) / per_signal)
+    if global_stats.sources_shared > 0 and host_stats.source[0] > 0:
+        # each host is one source, and this one's is known: θ at θ_h, α/γ at c_h
+        c, th, sd_c, _ = host_stats.source
+        out["theta"] = GammaPrior(SOURCE_THETA_SHAPE, (SOURCE_THETA_SHAPE - 1.0) / th)
+        k = max(1.0 / max(sd_c * sd_c, 1e-12), URL_ALPHA_SHAPE)
+        out[SOURCE_ALPHA_PER_SIGNAL] = GammaPrior(k, (k - 1.0) / c)
+        out.pop(ALPHA_PER_SIGNAL, None)
     return out
 
 
@@ -497,8 +535,9 @@ def given_priors_many(
         alpha = (1.0 - rec) * delta
         theta = np.where(nu > 0, -np.log(nu / gamma), 20.0)
     rows = has[1:].any(axis=0)
-    if ALPHA_PER_SIGNAL in shape:  # a given Δ, recall or ν sets α's prior itself
-        shape[ALPHA_PER_SIGNAL][rows] = rate[ALPHA_PER_SIGNAL][rows] = math.nan
+    for key in (ALPHA_PER_SIGNAL, SOURCE_ALPHA_PER_SIGNAL):
+        if key in shape:  # a given Δ, recall or ν sets α's prior itself
+            shape[key][rows] = rate[key][rows] = math.nan
     big = max(strength, 1.5)
     set_alpha = rows & (alpha > 0) & np.isfinite(alpha)
     shape["alpha"][set_alpha] = big

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.estimate.hierarchy import GammaPrior, GroupStats
+from scheduler_core.estimate.source import SourceCycle, SourcePopulation
 from scheduler_core.multipliers import TrackerConfig
 from scheduler_core.params import FloatArray
 from service.clock import Clock
@@ -22,7 +23,8 @@ __all__ = ["Context", "LearnCycle", "RelearnQueue"]
 
 class LearnCycle:
     """Where the learner's background cycle over the hosts stands (the leader's own;
-    a new leader starts a cycle afresh), the label and global sums so far, and the
+    a new leader starts a cycle afresh), the label and global sums so far, the hosts'
+    signal sources (:class:`~scheduler_core.estimate.source.SourceCycle`), and the
     sums of the freshness estimate Σ W·P(fresh) / Σ W over the URLs read."""
 
     def __init__(self) -> None:
@@ -31,6 +33,7 @@ class LearnCycle:
         self.total = GroupStats()
         self.labels: dict[str, GroupStats] = {}
         self.theta_prior: GammaPrior | None = None
+        self.source = SourceCycle(None)
         self.started_at = time.monotonic()  # wall clock
         self.weight = 0.0  # Σ W of the URLs read, requests/s
         self.fresh_weight = 0.0  # Σ W·P(fresh) of the URLs read, requests/s
@@ -40,8 +43,18 @@ class LearnCycle:
     def done(self) -> bool:
         return self.position >= len(self.hosts)
 
-    def start(self, hosts: list[str], theta_prior: GammaPrior) -> None:
+    def start(
+        self,
+        hosts: list[str],
+        theta_prior: GammaPrior,
+        population: SourcePopulation | None,
+        shared: bool,
+    ) -> None:
+        """A new cycle over ``hosts``: θ_h's prior, the hosts' population of signal
+        sources the last cycle fitted (None: none yet) and whether it took hosts as
+        sources."""
         self.hosts, self.position, self.theta_prior = hosts, 0, theta_prior
+        self.source = SourceCycle(population, shared)
         self.total, self.labels = GroupStats(), {}
         self.started_at, self.weight, self.fresh_weight, self.urls = time.monotonic(), 0.0, 0.0, 0
 

@@ -9,9 +9,10 @@ last ``outcome_window`` crawl outcomes); this module turns it into parameters:
   more than ``relearn_tolerance`` gets them and a new threshold at its host's
   Λ_h, so its due time moves.
 - :func:`learn_pass`, in the background: host by host, the host's statistics
-  (its URLs' own estimates, the pooled signal quality θ_h) go to the store's
-  groups; at the end of a pass the label and global sums follow; each host's
-  URLs are re-estimated under the refreshed priors.
+  (its URLs' own estimates, the pooled signal quality θ_h, its signal source's
+  posterior) go to the store's groups; at the end of a pass the label and global
+  sums follow, with the hosts' population of sources and the evidence that each
+  host is one; each host's URLs are re-estimated under the refreshed priors.
 - :func:`priors_of` builds a URL's priors: URL ← host ← label ← global, and the
   values given at registration (unless ``fixed``: then those are the parameters).
 """
@@ -24,7 +25,7 @@ import struct
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -40,6 +41,7 @@ from scheduler_core.estimate.learn import (
 )
 from scheduler_core.estimate.members import members
 from scheduler_core.estimate.rates import decayed_count, decayed_exposure
+from scheduler_core.estimate.source import SourcePopulation
 from scheduler_core.multipliers import drift_tolerance
 from scheduler_core.params import UrlParams
 from service.errors import StoreUnavailable
@@ -417,7 +419,10 @@ async def learn_pass(ctx: Context) -> int:
         old_global = (await _groups(ctx, [GLOBAL_KEY]))[GLOBAL_KEY]
         root = root_priors(s)
         chained = prior_chain(root, old_global, None, GroupStats(), s.prior_pseudo_urls)["theta"]
-        cycle.start(hosts, GammaPrior.from_mean((chained.shape - 1.0) / chained.rate, 1.5))
+        cycle.start(
+            hosts, GammaPrior.from_mean((chained.shape - 1.0) / chained.rate, 1.5),
+            SourcePopulation.from_tuple(old_global.population), old_global.sources_shared > 0,
+        )  # fmt: skip
     assert cycle.theta_prior is not None
     rescored = seen = 0
     while not cycle.done and seen < s.learn_batch:
@@ -431,7 +436,10 @@ async def learn_pass(ctx: Context) -> int:
         history = history_of(cols, now, s.estimate_decay_s)
         # off the event loop (a pass is background work), one host at a time
         mem = await asyncio.to_thread(members, history, cycle.theta_prior, s.estimate_decay_s)
+        source = await asyncio.to_thread(cycle.source.add, history)
         own = mem.stats()
+        if source is not None:
+            own = replace(own, source=source.to_tuple())
         await ctx.store.put_groups({host_key(host): own.to_tuple()})
         cycle.total = cycle.total + own
         names = np.array([u.prior.label or "" for u in states])
@@ -443,10 +451,17 @@ async def learn_pass(ctx: Context) -> int:
     if cycle.done:
         # the sums: W, γ, α and θ over the URLs of every host (of each label)
         groups = {label_key(k): v.to_tuple() for k, v in cycle.labels.items()}
-        groups[GLOBAL_KEY] = cycle.total.to_tuple()
+        fit = await asyncio.to_thread(cycle.source.finish)
+        total = cycle.total
+        if fit.population is not None:
+            total = replace(
+                total, population=fit.population.to_tuple(), evidence=fit.evidence,
+                sources_shared=float(fit.shared),
+            )  # fmt: skip
+        groups[GLOBAL_KEY] = total.to_tuple()
         await ctx.store.put_groups(groups)
         duration_s = time.monotonic() - cycle.started_at
-        ctx.metrics.learner_cycle_done(cycle.freshness, duration_s, cycle.urls)
+        ctx.metrics.learner_cycle_done(cycle.freshness, duration_s, cycle.urls, total.evidence)
     return rescored
 
 

@@ -80,19 +80,22 @@ def test_group_stats_round_trip_and_sums() -> None:
     stats = GroupStats(
         tuple(moments_of(np.arange(1.0, 4.0) * (k + 1), [0.01] * 3) for k in range(4)),  # type: ignore[arg-type]
         0.7, 42.0, 3.0, 12.0, 50.0, 20.0, 8.0, 49.0, -30.0, 50.0,
+        source=(0.2, 1.5, 0.5, 0.1), population=(-1.0, 0.0, 1.0, 0.1, 0.5), evidence=7.0,
+        sources_shared=1.0,
     )  # fmt: skip
     values = stats.to_tuple()
-    assert len(values) == TUPLE_LENGTH == 26
+    assert len(values) == TUPLE_LENGTH == 37
     assert GroupStats.from_tuple(values) == stats
     assert GroupStats.from_tuple(None) == GroupStats()
     assert GroupStats.from_tuple(values[:18]) == GroupStats()  # an earlier layout
+    assert GroupStats.from_tuple(values[:26]) == GroupStats()
     assert stats.of("theta") == stats.moments[QUANTITIES.index("theta")]
     summed = stats + stats
     assert summed.of("alpha").n == 6.0 and summed.of("alpha").s1 == 2 * stats.of("alpha").s1
     # a sum of groups is no signal source: it carries no pooled θ; the evidence on
     # how θ and α vary within hosts adds up
     assert math.isnan(summed.pooled_theta) and summed.pooled_outcomes == 0.0
-    assert summed.to_tuple()[18:] == tuple(2 * v for v in values[18:])
+    assert summed.to_tuple()[18:26] == tuple(2 * v for v in values[18:26])
     assert summed.theta_cv2() == stats.theta_cv2() == 3.0 / 12.0
     # an upper bound at Φ(−2): Q = 53 less the lower 2.3 % quantile of χ²(50), 32.06,
     # above the normal approximation's 50 − 2√100 = 30

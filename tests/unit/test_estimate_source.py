@@ -132,20 +132,21 @@ def test_alpha_prior_follows_the_urls_signals_unless_given() -> None:
     )  # fmt: skip
     priors = Priors.stack([chain] * 3)
     g = np.array([2.0, 0.0, 4.0]) / DAY
-    shape, rate = priors.alpha_given(g)
+    counts = np.array([58.0, 0.0, 3.0])  # the host's typical α/γ's shape holds γ̂'s noise
+    shape, rate = priors.alpha_given(g, counts)
     per = chain[ALPHA_PER_SIGNAL]
     np.testing.assert_allclose(shape, [per.shape, chain["alpha"].shape, per.shape])
     np.testing.assert_allclose(rate, [per.rate / g[0], chain["alpha"].rate, per.rate / g[2]])
     # a given Δ sets α's prior itself: its row loses the α/γ prior
     nan = np.full(3, math.nan)
     given = given_priors_many(priors, nan, np.array([math.nan, math.nan, 0.5 / DAY]), nan, nan, 2.0)
-    shape, rate = given.alpha_given(g)
+    shape, rate = given.alpha_given(g, counts)
     assert shape[0] == per.shape and rate[2] == given.rate["alpha"][2]
     assert math.isnan(given.shape[ALPHA_PER_SIGNAL][2])
     assert given.row(2).keys() == {"weight", "signal_rate", "alpha", "theta"}
     # priors stacked from chains without it behave as before
     bare = Priors.stack([{q: v for q, v in chain.items() if q != ALPHA_PER_SIGNAL}] * 3)
-    np.testing.assert_array_equal(bare.alpha_given(g)[1], np.full(3, chain["alpha"].rate))
+    np.testing.assert_array_equal(bare.alpha_given(g, counts)[1], np.full(3, chain["alpha"].rate))
 
 
 def test_a_shared_source_makes_alpha_of_short_histories_closer_to_the_truth() -> None:
