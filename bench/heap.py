@@ -31,7 +31,7 @@ from typing import Any
 
 from rich.console import Console
 
-from sampling import machine_busy_seconds
+from sampling import cpu_and_others
 from service.app import build_store
 from service.clock import ManualClock
 from service.heap import freeze_pass
@@ -128,15 +128,6 @@ async def churn(urls: int, rounds: int, log: Console) -> list[int]:
     return counts
 
 
-def _others(run: Any) -> tuple[Any, float]:
-    """``run()``'s result and the CPU the rest of the machine used meanwhile (share of
-    one core, ``/proc/stat``)."""
-    t0, cpu0, all0 = time.perf_counter(), time.process_time(), machine_busy_seconds()
-    out = run()
-    wall = time.perf_counter() - t0
-    return out, (machine_busy_seconds() - all0 - (time.process_time() - cpu0)) / wall
-
-
 def main() -> None:
     """Run both phases, print the figures, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -146,14 +137,16 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     console = Console()
-    p, p_others = _others(lambda: asyncio.run(pauses(a.urls)))
+    p, _, p_others = cpu_and_others(lambda: asyncio.run(pauses(a.urls)))
     console.print(
         f"{p['urls']:,} URLs, {p['tracked']:,} tracked objects: a full collection "
         f"{p['full_collection_s']:.3f} s; with freeze passes every {FREEZE_EVERY:,} URLs, "
         f"the longest pass {p['longest_pass_s']:.3f} s, then a full collection "
         f"{p['full_collection_frozen_s'] * 1e3:.2f} ms (other processes: {p_others:.0%} of a core)"
     )
-    counts, c_others = _others(lambda: asyncio.run(churn(a.churn_urls, a.rounds, console)))
+    counts, _, c_others = cpu_and_others(
+        lambda: asyncio.run(churn(a.churn_urls, a.rounds, console))
+    )
     console.print(f"(other processes meanwhile: {c_others:.0%} of a core)")
     if a.json is not None:
         figures = {"pauses": p, "frozen_every_5_rounds": counts, "others": [p_others, c_others]}

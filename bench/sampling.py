@@ -18,10 +18,10 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import redis
@@ -30,6 +30,8 @@ from rich.table import Table
 
 from config import SHARDS, Config
 from service.store.base import shard_of
+
+T = TypeVar("T")
 
 
 def child_pid(fragment: str) -> int | None:
@@ -83,6 +85,16 @@ def machine_busy_seconds() -> float:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_and_others(run: Callable[[], T]) -> tuple[T, float, float]:
+    """``run()``'s result, the CPU s this process spent in it, and the CPU the rest of
+    the machine used meanwhile (share of one core, ``/proc/stat``)."""
+    t0, cpu0, all0 = time.perf_counter(), time.process_time(), machine_busy_seconds()
+    out = run()
+    cpu = time.process_time() - cpu0
+    wall = max(time.perf_counter() - t0, 1e-9)
+    return out, cpu, (machine_busy_seconds() - all0 - cpu) / wall
 
 
 def own_and_redis_cpu_s(redis_pid: int) -> float:

@@ -18,15 +18,12 @@ core, ``/proc/stat``): the figures are CPU work, so repeat a run where that is l
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from sampling import machine_busy_seconds
+from sampling import cpu_and_others
 from scheduler_core.estimate.learn import History
 from scheduler_core.estimate.source import (
     SourceCycle,
@@ -35,7 +32,6 @@ from scheduler_core.estimate.source import (
 )
 
 DAY_S = 86_400.0
-T = TypeVar("T")
 
 
 def host(rng: np.random.Generator, m: int, k: int, c: float, theta: float) -> History:
@@ -52,16 +48,6 @@ def host(rng: np.random.Generator, m: int, k: int, c: float, theta: float) -> Hi
     )
 
 
-def measured(run: Callable[[], T]) -> tuple[T, float, float]:
-    """``run()``'s result, its CPU s, and the CPU the rest of the machine used
-    meanwhile (share of one core)."""
-    t0, cpu0, all0 = time.perf_counter(), time.process_time(), machine_busy_seconds()
-    out = run()
-    cpu = time.process_time() - cpu0
-    wall = max(time.perf_counter() - t0, 1e-9)
-    return out, cpu, (machine_busy_seconds() - all0 - cpu) / wall
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--hosts", type=int, default=4096)
@@ -76,8 +62,8 @@ def main() -> None:
 
     big = host(rng, a.host_urls, a.outcomes, 0.3, 0.8)
     outcomes = a.host_urls * a.outcomes
-    _, binned_s, load_b = measured(lambda: host_log_likelihood(big))
-    _, exact_s, load_e = measured(lambda: url_log_likelihood(big, a.host_urls).sum(axis=0))
+    _, binned_s, load_b = cpu_and_others(lambda: host_log_likelihood(big))
+    _, exact_s, load_e = cpu_and_others(lambda: url_log_likelihood(big, a.host_urls).sum(axis=0))
     table.add_row(
         f"one host, binned ({a.host_urls:,} URLs × {a.outcomes})",
         f"{binned_s:.3f}", f"{binned_s / outcomes * 1e9:.0f} ns an outcome", f"{load_b:.2f}",
@@ -90,12 +76,12 @@ def main() -> None:
     sources = np.exp(rng.multivariate_normal([np.log(0.3), 0.0], np.diag([1.0, 0.5]), a.hosts))
     hosts = [host(rng, 100, a.outcomes, c, t) for c, t in sources]
     cycle = SourceCycle(None)
-    _, add_s, load_a = measured(lambda: [cycle.add(h) for h in hosts])
+    _, add_s, load_a = cpu_and_others(lambda: [cycle.add(h) for h in hosts])
     table.add_row(
         f"a pass: {a.hosts:,} hosts of 100 URLs through the cycle",
         f"{add_s:.2f}", f"{add_s / a.hosts * 1e3:.2f} ms a host", f"{load_a:.2f}",
     )  # fmt: skip
-    fit, fit_s, load_f = measured(cycle.finish)
+    fit, fit_s, load_f = cpu_and_others(cycle.finish)
     pop, evidence = fit.population, fit.evidence
     table.add_row(
         "its end: the population by EM, the evidence",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from scheduler_core.errors import ParameterError
 from scheduler_core.estimate.change import _log_lik
 from scheduler_core.estimate.learn import History
 from scheduler_core.params import FloatArray
@@ -151,6 +152,25 @@ class SourcePosterior:
         return (self.alpha_per_signal, self.theta, self.sd_ln_alpha_per_signal,
                 self.sd_ln_theta)  # fmt: skip
 
+    @classmethod
+    def from_tuple(cls, values: Sequence[float]) -> SourcePosterior | None:
+        """Inverse of :meth:`to_tuple`; None where θ is not positive (NaN: no
+        posterior)."""
+        c, theta, sd_c, sd_theta = values
+        return cls(c, theta, sd_c, sd_theta) if theta > 0 else None
+
+    @property
+    def precision(self) -> float:
+        """The source's precision p = 1 − e^{−θ}."""
+        return -math.expm1(-self.theta)
+
+    @property
+    def recall(self) -> float:
+        """The source's recall r = p/(c + p), from α/γ = c = p(1 − r)/r (paper 004
+        App. E; docs/model.md, "Signal quality per source")."""
+        p = self.precision
+        return p / (self.alpha_per_signal + p)
+
 
 @dataclass(frozen=True, slots=True)
 class SourcePopulation:
@@ -175,11 +195,11 @@ class SourcePopulation:
 
         Raises
         ------
-        ValueError
+        ParameterError
             Without members.
         """
         if log_lik.shape[0] == 0:
-            raise ValueError("a population needs at least one member")
+            raise ParameterError("`log_lik` has no member: a population needs one")
         pop = cls(_LN.mean(axis=0), np.diag([4.0, 4.0]))
         for _ in range(EM_ITERS):
             w = _weights(pop.log_weights(), log_lik)

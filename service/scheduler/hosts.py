@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from scheduler_core.estimate.hierarchy import GroupStats
+from scheduler_core.estimate.source import SourcePosterior
 from service import humanize as hz
 from service.error_bodies import quote
 from service.errors import InvalidInput, NotFound
@@ -53,10 +54,7 @@ def why(h: HostState, now: float) -> str:
 def host_out(h: HostState, now: float, group: GroupStats | None = None) -> HostOut:
     """The view of a host ``GET /hosts/{host}`` and ``GET /hosts`` give."""
     theta = group.pooled_theta if group is not None else 0.0
-    c, source_theta, _, _ = group.source if group is not None else (math.nan,) * 4
-    # the source's precision p = 1 − e^{−θ} and recall r = p/(c + p) (c = α/γ)
-    source_p = -math.expm1(-source_theta) if source_theta > 0 else None
-    source_r = source_p / (c + source_p) if source_p is not None and c >= 0 else None
+    source = None if group is None else SourcePosterior.from_tuple(group.source)
     blocked = h.paused or (h.blocked_until is not None and h.blocked_until > now)
     return HostOut(
         host=h.host,
@@ -71,8 +69,8 @@ def host_out(h: HostState, now: float, group: GroupStats | None = None) -> HostO
         scored_threshold=h.scored_lambda,
         signal_precision=None if not theta > 0 else -math.expm1(-theta),
         signal_outcomes=group.pooled_outcomes if group is not None else 0.0,
-        source_precision=source_p,
-        source_recall=source_r,
+        source_precision=None if source is None else source.precision,
+        source_recall=None if source is None else source.recall,
         max_in_flight=h.max_in_flight,
         in_flight=h.in_flight,
         paused=h.paused,
