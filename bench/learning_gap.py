@@ -1,7 +1,7 @@
 """Where learned parameters lose freshness against the oracle, in process.
 
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
-                                 [--variant NAME ...] [--truth-from-day D] [--classes]
+                                 [--variant NAME ...] [--truth-from-day D] [--classes] [--hosts]
                                  [--host-trace DAY ...] [--probe-days D] [--probe-urls K]
                                  [--evidence-trace]
 
@@ -82,6 +82,7 @@ solver's on the world's true parameters and on the parameters the service held a
 the end of the run (the learned ones); with ``--classes``, per class of pages (by
 true W, Δ and precision): their click share, freshness and crawls per variant,
 and the median error of the learned W, Δ (log ratio), precision and recall; with
+``--hosts``, the same per host, with the clicks each loses against the oracle; with
 ``--evidence-trace``, the service's evidence of one signal source per host (the log
 Bayes factor, :func:`scheduler_core.estimate.source.source_evidence`) at the end of
 each learner cycle, day by day.  On the default world (2 cores): ~4 min per learned
@@ -693,6 +694,46 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
     return t
 
 
+def host_table(world: World, runs: dict[str, Run]) -> Table:
+    """Per host: its URLs, click share and true source (median precision and recall
+    over its URLs), freshness and crawls per variant, the learned run's median
+    precision and recall at its end, and the clicks it loses against the oracle (its
+    click share × the freshness it lacks)."""
+    p = world.params
+    t = Table(title="where the clicks are lost, by host (true parameters)")
+    for col in ("host", "URLs", "W share", "p", "r"):
+        t.add_column(col, justify="right")
+    for v in runs:
+        t.add_column(f"{v} fresh", justify="right")
+        t.add_column("crawls", justify="right")
+    learned = runs.get("learned")
+    oracle = runs.get("oracle")
+    if learned is not None:
+        for col in ("p̂", "r̂", "clicks lost"):
+            t.add_column(col, justify="right")
+    for h in range(int(world.host_of.max()) + 1):
+        mask = world.host_of == h
+        if not mask.any():
+            continue
+        share = p.weight[mask].sum() / p.weight.sum()
+        cells = [
+            str(h), str(int(mask.sum())), f"{share:.3f}",
+            f"{np.median(p.precision[mask]):.2f}", f"{np.median(p.recall[mask]):.2f}",
+        ]  # fmt: skip
+        members = np.flatnonzero(mask)
+        fresh = {}
+        for v, r in runs.items():
+            fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
+            cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
+        if learned is not None:
+            q = learned.final
+            lost = share * (fresh["oracle"] - fresh["learned"]) if oracle is not None else np.nan
+            cells += [f"{np.median(q.precision[mask]):.2f}", f"{np.median(q.recall[mask]):.2f}",
+                      f"{lost:+.4f}"]  # fmt: skip
+        t.add_row(*cells)
+    return t
+
+
 def host_trace_table(runs: dict[str, Run], days: list[float]) -> Table:
     """Per host variant and requested day, its :class:`HostFit` on the first refit
     on or after that day."""
@@ -726,6 +767,7 @@ def main() -> None:
         help="the true-* variants' swaps start on this simulated day",
     )  # fmt: skip
     ap.add_argument("--classes", action="store_true", help="print the per-class table")
+    ap.add_argument("--hosts", action="store_true", help="print the per-host table")
     ap.add_argument(
         "--probe-days", type=float, default=Probe.days,
         help="the probe variants explore during the first D simulated days",
@@ -789,6 +831,8 @@ def main() -> None:
     )
     if args.classes:
         console.print(class_table(world, runs))
+    if args.hosts:
+        console.print(host_table(world, runs))
     if args.host_trace:
         console.print(host_trace_table(runs, args.host_trace))
     if args.evidence_trace:
