@@ -82,7 +82,9 @@ solver's on the world's true parameters and on the parameters the service held a
 the end of the run (the learned ones); with ``--classes``, per class of pages (by
 true W, Δ and precision): their click share, freshness and crawls per variant,
 and the median error of the learned W, Δ (log ratio), precision and recall; with
-``--hosts``, the same per host, with the clicks each loses against the oracle; with
+``--hosts``, per host: its true precision and recall, freshness and crawls per
+variant, the learned run's median precision and recall, and the clicks it loses
+against the oracle; with
 ``--evidence-trace``, the service's evidence of one signal source per host (the log
 Bayes factor, :func:`scheduler_core.estimate.source.source_evidence`) at the end of
 each learner cycle, day by day.  On the default world (2 cores): ~4 min per learned
@@ -623,7 +625,7 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
         source = m.learner.source_evidence
         evidence.append((policy.context.clock.now() / DAY_S, np.nan if source is None else source))
 
-    Metrics.learner_cycle_done = record  # type: ignore[method-assign]
+    Metrics.learner_cycle_done = record  # type: ignore[method-assign,assignment]
     try:
         t0 = time.perf_counter()
         res = simulate(world, policy, crawls_per_step=5, host_limits=True)
@@ -707,7 +709,6 @@ def host_table(world: World, runs: dict[str, Run]) -> Table:
         t.add_column(f"{v} fresh", justify="right")
         t.add_column("crawls", justify="right")
     learned = runs.get("learned")
-    oracle = runs.get("oracle")
     if learned is not None:
         for col in ("p̂", "r̂", "clicks lost"):
             t.add_column(col, justify="right")
@@ -721,13 +722,13 @@ def host_table(world: World, runs: dict[str, Run]) -> Table:
             f"{np.median(p.precision[mask]):.2f}", f"{np.median(p.recall[mask]):.2f}",
         ]  # fmt: skip
         members = np.flatnonzero(mask)
-        fresh = {}
+        fresh: dict[str, float] = {}
         for v, r in runs.items():
             fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
             cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
         if learned is not None:
             q = learned.final
-            lost = share * (fresh["oracle"] - fresh["learned"]) if oracle is not None else np.nan
+            lost = share * (fresh["oracle"] - fresh["learned"])  # main() always runs the oracle
             cells += [f"{np.median(q.precision[mask]):.2f}", f"{np.median(q.recall[mask]):.2f}",
                       f"{lost:+.4f}"]  # fmt: skip
         t.add_row(*cells)
