@@ -25,12 +25,17 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   ``signal_quality: per_host``), with α at the learned γ: what pooling a host's
   outcomes into its source's quality could give at best;
 - ``exact-prior``: learned W and γ; α and θ from the posterior mean of (α,
-  precision) on a 24 × 15 grid whose prior is the world's own true population of
-  (α, precision) (a histogram of the truth): the best any population prior can
-  give, learned or configured, to a scheduler that plugs in a point estimate;
+  precision) on a grid geometric in α and in θ (32 bins each over the truth's range,
+  one more from 0) whose prior is the world's own true population (a histogram of
+  the truth): what the exact population prior gives a scheduler that plugs in
+  posterior means;
+- ``exact-prior-ce``: the same, α the certainty equivalent over URLs ÷ budget (t):
+  −ln E[e^{−αt}]/t, the rate that leaves a page fresh t after a crawl as often as
+  the posterior does, which a population spread over decades puts far below E[α];
 - ``em-prior``: the same posterior mean, the population learned instead: once a
-  simulated day, the grid weights are refitted by EM to every URL's outcomes (the
-  grid's nonparametric maximum likelihood, α up to 3/day);
+  simulated day, the weights of a 24 × 15 grid (α geometric from 1e-3/day up to
+  3/day, precision uniform) are refitted by EM to every URL's outcomes (the grid's
+  nonparametric maximum likelihood);
 - ``host-posterior``: learned, but each host's signal source taken as one (α/γ, θ):
   once a simulated day, each host's posterior on a 31 × 21 grid (α/γ geometric over
   1e-3 … 1e3, θ over 1e-3 … 10) given all its URLs' outcomes, each URL's γ integrated
@@ -88,8 +93,8 @@ against the oracle; with
 ``--evidence-trace``, the service's evidence of one signal source per host (the log
 Bayes factor, :func:`scheduler_core.estimate.source.source_evidence`) at the end of
 each learner cycle, day by day.  On the default world (2 cores): ~4 min per learned
-variant, ~8 for exact-prior, ~15 for em-prior; at ``--urls 200`` about 1–2 min per
-learned variant.
+variant, ~17 for exact-prior, ~15 for em-prior; at ``--urls 200`` about 1–2 min per
+learned variant, 2.5–4 for exact-prior.
 """
 
 from __future__ import annotations
@@ -125,13 +130,16 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
-    "true-alpha", "true-theta", "true-source", "exact-prior", "em-prior", "host-posterior",
-    "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
+    "true-alpha", "true-theta", "true-source", "exact-prior", "exact-prior-ce", "em-prior",
+    "host-posterior", "host-posterior-normal", "source-posterior", "source-prior",
+    "true-source-prior",
     "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
 ALPHA_BINS, PRECISION_BINS = 24, 15
+#: exact-prior: bins of α and of θ above 0 (geometric over the truth's range).
+TRUTH_BINS = 32
 #: Top of the α grid when the truth is not known (em-prior), 1/s.
 ALPHA_TOP = 3.0 / DAY_S
 #: em-prior: simulated seconds between two fits of the population, and EM iterations.
@@ -233,9 +241,9 @@ def _em(
 class GridPrior:
     """A population of (α, precision) on a grid: atoms, prior weights, posterior means."""
 
-    def __init__(self, top: float) -> None:
-        a_edges = np.concatenate([[0.0], np.geomspace(1e-3 / DAY_S, top, ALPHA_BINS)])
-        p_edges = np.linspace(0.0, 1.0, PRECISION_BINS + 1)
+    def __init__(self, a_edges: FloatArray, p_edges: FloatArray) -> None:
+        """Atoms at the geometric middle of each α bin (half the first bin's top for a
+        bin from 0) and at the middle of each precision bin; uniform weights."""
         self.edges = (a_edges, p_edges)
         a_mid = np.concatenate([[a_edges[1] / 2], np.sqrt(a_edges[1:-1] * a_edges[2:])])
         p_mid = (p_edges[:-1] + p_edges[1:]) / 2
@@ -245,10 +253,28 @@ class GridPrior:
         self.log_prior = np.full(self.alpha.size, -np.log(self.alpha.size))
 
     @classmethod
+    def coarse(cls, top: float) -> GridPrior:
+        """α bins one below 1e-3/day and the rest geometric up to ``top`` (1/s);
+        precision bins uniform on [0, 1] (:data:`ALPHA_BINS` × :data:`PRECISION_BINS`)."""
+        a_edges = np.concatenate([[0.0], np.geomspace(1e-3 / DAY_S, top, ALPHA_BINS)])
+        return cls(a_edges, np.linspace(0.0, 1.0, PRECISION_BINS + 1))
+
+    @classmethod
     def of_truth(cls, alpha: FloatArray, precision: FloatArray) -> GridPrior:
-        """The world's true population as the prior (a half count in every cell)."""
-        grid = cls(max(float(alpha.max()), 2e-3 / DAY_S) * (1 + 1e-9))
-        counts, _, _ = np.histogram2d(alpha, precision, bins=grid.edges)
+        """The world's true population as the prior (a half count in every cell), on a
+        grid geometric in α and in θ = −ln(1 − precision) over the truth's range
+        (:data:`TRUTH_BINS` bins each, one more from 0), so that rates and signal
+        qualities spread over decades (the `web` preset) keep their spread."""
+        theta = -np.log1p(-np.minimum(precision, 1 - 1e-12))
+
+        def edges(x: FloatArray) -> FloatArray:
+            pos = x[x > 0]
+            lo, hi = float(pos.min()), float(pos.max()) * (1 + 1e-9)
+            return np.concatenate([[0.0], np.geomspace(lo, max(hi, 2 * lo), TRUTH_BINS)])
+
+        a_edges, t_edges = edges(alpha), edges(theta)
+        grid = cls(a_edges, -np.expm1(-t_edges))
+        counts, _, _ = np.histogram2d(alpha, theta, bins=(a_edges, t_edges))
         weights = counts.ravel() + 0.5
         grid.log_prior = np.log(weights / weights.sum())
         return grid
@@ -275,11 +301,22 @@ class GridPrior:
         self.log_prior = _em(loglik, iters, self.log_prior)
 
     def posterior_mean(
-        self, tau: FloatArray, n: FloatArray, z: np.ndarray, mask: np.ndarray
+        self,
+        tau: FloatArray,
+        n: FloatArray,
+        z: np.ndarray,
+        mask: np.ndarray,
+        horizon_s: float | None = None,
     ) -> tuple[FloatArray, FloatArray]:
-        """E[α] and E[precision] given outcome windows (m, K)."""
+        """E[α] and E[precision] given outcome windows (m, K); with ``horizon_s`` (t,
+        s), α's certainty equivalent over t instead of its mean: −ln E[e^{−αt}]/t, the
+        rate that leaves a page fresh t after a crawl as often as the posterior does
+        (θ = −ln(1 − E[precision]) is the same for one signal)."""
         post = _posterior(self.log_prior, self.log_likelihood(tau, n, z, mask))
-        return post @ self.alpha, post @ self.precision
+        if horizon_s is None:
+            return post @ self.alpha, post @ self.precision
+        fresh = post @ np.exp(-self.alpha * horizon_s)
+        return -np.log(np.maximum(fresh, 1e-300)) / horizon_s, post @ self.precision
 
 
 class HostGrid:
@@ -470,7 +507,7 @@ def _swap(
             p.signal_rate > 0, p.unsignalled_change_rate / p.signal_rate, 0.0
         )
     prior = (
-        GridPrior(ALPHA_TOP)
+        GridPrior.coarse(ALPHA_TOP)
         if variant == "em-prior"
         else GridPrior.of_truth(p.unsignalled_change_rate, p.precision)
     )
@@ -514,10 +551,11 @@ def _swap(
         elif variant == "source-prior":
             if grid.evidence > SOURCE_EVIDENCE:
                 a, t = source_prior_fit(ctx, cols, g, a, t)
-        elif variant != "learned-probe":  # exact-prior, em-prior
+        elif variant != "learned-probe":  # exact-prior, exact-prior-ce, em-prior
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
-            a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask)
+            horizon = len(world.urls) / world.budget_per_s if variant.endswith("-ce") else None
+            a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask, horizon)
             t = -np.log1p(-prec)
         if variant.endswith("-probe"):
             host_sd = grid.sd_of_hosts(cols.hosts)
