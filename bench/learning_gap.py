@@ -32,6 +32,8 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
 - ``exact-prior-ce``: the same, α the certainty equivalent over URLs ÷ budget (t):
   −ln E[e^{−αt}]/t, the rate that leaves a page fresh t after a crawl as often as
   the posterior does, which a population spread over decades puts far below E[α];
+- ``exact-prior-ce-own``: the same over each URL's own median crawl interval (URLs ÷
+  budget until it has one);
 - ``em-prior``: the same posterior mean, the population learned instead: once a
   simulated day, the weights of a 24 × 15 grid (α geometric from 1e-3/day up to
   3/day, precision uniform) are refitted by EM to every URL's outcomes (the grid's
@@ -130,9 +132,9 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
-    "true-alpha", "true-theta", "true-source", "exact-prior", "exact-prior-ce", "em-prior",
-    "host-posterior", "host-posterior-normal", "source-posterior", "source-prior",
-    "true-source-prior",
+    "true-alpha", "true-theta", "true-source", "exact-prior", "exact-prior-ce",
+    "exact-prior-ce-own", "em-prior", "host-posterior", "host-posterior-normal",
+    "source-posterior", "source-prior", "true-source-prior",
     "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
@@ -225,6 +227,15 @@ def _posterior(log_prior: FloatArray, log_lik: FloatArray) -> FloatArray:
     return np.asarray(w / w.sum(axis=1, keepdims=True))
 
 
+def _median_interval(tau: FloatArray, mask: np.ndarray, default_s: float) -> FloatArray:
+    """Each URL's median interval between crawls (s), shape (m,), from its outcome
+    windows (m, K); ``default_s`` where it has none."""
+    out = np.full(tau.shape[0], default_s)
+    for i in np.flatnonzero(mask.any(axis=1)):
+        out[i] = float(np.median(tau[i][mask[i]]))
+    return out
+
+
 def _em(
     log_lik: FloatArray, iters: int, log_prior: FloatArray | None = None, floor: float = 1e-300
 ) -> FloatArray:
@@ -306,7 +317,7 @@ class GridPrior:
         n: FloatArray,
         z: np.ndarray,
         mask: np.ndarray,
-        horizon_s: float | None = None,
+        horizon_s: float | FloatArray | None = None,
     ) -> tuple[FloatArray, FloatArray]:
         """E[α] and E[precision] given outcome windows (m, K); with ``horizon_s`` (t,
         s), α's certainty equivalent over t instead of its mean: −ln E[e^{−αt}]/t, the
@@ -315,7 +326,8 @@ class GridPrior:
         post = _posterior(self.log_prior, self.log_likelihood(tau, n, z, mask))
         if horizon_s is None:
             return post @ self.alpha, post @ self.precision
-        fresh = post @ np.exp(-self.alpha * horizon_s)
+        t = np.broadcast_to(np.asarray(horizon_s, dtype=np.float64), (post.shape[0],))
+        fresh = (post * np.exp(-self.alpha[None, :] * t[:, None])).sum(axis=1)
         return -np.log(np.maximum(fresh, 1e-300)) / horizon_s, post @ self.precision
 
 
@@ -554,7 +566,11 @@ def _swap(
         elif variant != "learned-probe":  # exact-prior, exact-prior-ce, em-prior
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
-            horizon = len(world.urls) / world.budget_per_s if variant.endswith("-ce") else None
+            horizon: float | FloatArray | None = None
+            if variant.endswith("-ce"):
+                horizon = len(world.urls) / world.budget_per_s
+            elif variant.endswith("-ce-own"):
+                horizon = _median_interval(h.tau, h.mask, len(world.urls) / world.budget_per_s)
             a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask, horizon)
             t = -np.log1p(-prec)
         if variant.endswith("-probe"):
