@@ -38,6 +38,10 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
   simulated day, the weights of a 24 × 15 grid (α geometric from 1e-3/day up to
   3/day, precision uniform) are refitted by EM to every URL's outcomes (the grid's
   nonparametric maximum likelihood);
+- ``ems-prior`` and ``ems-prior-ce-own``: posterior means, and α's certainty
+  equivalent over each URL's own interval, under a population learned by smoothed EM
+  (each step's weights averaged with their neighbours') once a simulated day, on a
+  grid geometric in α (10⁻⁴ … 10³ × budget ÷ URLs) and in θ (10⁻⁴ … 20);
 - ``host-posterior``: learned, but each host's signal source taken as one (α/γ, θ):
   once a simulated day, each host's posterior on a 31 × 21 grid (α/γ geometric over
   1e-3 … 1e3, θ over 1e-3 … 10) given all its URLs' outcomes, each URL's γ integrated
@@ -133,8 +137,8 @@ from service.store.estimate_columns import EstimateColumns, estimate_table
 VARIANTS = (
     "oracle", "learned", "true-w-gamma", "true-alpha-theta", "true-w", "true-gamma",
     "true-alpha", "true-theta", "true-source", "exact-prior", "exact-prior-ce",
-    "exact-prior-ce-own", "em-prior", "host-posterior", "host-posterior-normal",
-    "source-posterior", "source-prior", "true-source-prior",
+    "exact-prior-ce-own", "em-prior", "ems-prior", "ems-prior-ce-own", "host-posterior",
+    "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
     "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
 )  # fmt: skip
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
@@ -262,6 +266,8 @@ class GridPrior:
         self.alpha, self.precision = aa.ravel(), pp.ravel()
         self.theta = -np.log1p(-self.precision)
         self.log_prior = np.full(self.alpha.size, -np.log(self.alpha.size))
+        #: (α bins, θ bins) where :meth:`fit` smooths (None: plain EM)
+        self.smooth_shape: tuple[int, int] | None = None
 
     @classmethod
     def coarse(cls, top: float) -> GridPrior:
@@ -269,6 +275,17 @@ class GridPrior:
         precision bins uniform on [0, 1] (:data:`ALPHA_BINS` × :data:`PRECISION_BINS`)."""
         a_edges = np.concatenate([[0.0], np.geomspace(1e-3 / DAY_S, top, ALPHA_BINS)])
         return cls(a_edges, np.linspace(0.0, 1.0, PRECISION_BINS + 1))
+
+    @classmethod
+    def geometric(cls, alpha: tuple[float, float], theta: tuple[float, float]) -> GridPrior:
+        """:data:`TRUTH_BINS` bins geometric in α (1/s) and in θ over the given ranges,
+        one more of each from 0; uniform weights."""
+        a_edges, t_edges = (
+            np.concatenate([[0.0], np.geomspace(lo, hi, TRUTH_BINS)]) for lo, hi in (alpha, theta)
+        )
+        grid = cls(a_edges, -np.expm1(-t_edges))
+        grid.smooth_shape = (a_edges.size - 1, t_edges.size - 1)
+        return grid
 
     @classmethod
     def of_truth(cls, alpha: FloatArray, precision: FloatArray) -> GridPrior:
@@ -308,8 +325,25 @@ class GridPrior:
 
     def fit(self, loglik: FloatArray, iters: int) -> None:
         """The prior weights by EM (the grid NPMLE of the population) from URLs'
-        log-likelihoods (m, atoms), starting from the current weights."""
-        self.log_prior = _em(loglik, iters, self.log_prior)
+        log-likelihoods (m, atoms), starting from the current weights; on a
+        :meth:`geometric` grid smoothed EM (EMS: each step's weights averaged with
+        their neighbours', a binomial kernel of one bin in each direction)."""
+        if self.smooth_shape is None:
+            self.log_prior = _em(loglik, iters, self.log_prior)
+            return
+        log_prior = self.log_prior
+        for _ in range(iters):
+            w = _posterior(log_prior, loglik).mean(axis=0).reshape(self.smooth_shape)
+            for axis in (0, 1):
+                pad = np.concatenate([np.take(w, [0], axis), w, np.take(w, [-1], axis)], axis=axis)
+                n = w.shape[axis]
+                w = (
+                    np.take(pad, range(0, n), axis)
+                    + 2 * np.take(pad, range(1, n + 1), axis)
+                    + np.take(pad, range(2, n + 2), axis)
+                ) / 4
+            log_prior = np.log(np.maximum(w.ravel() / w.sum(), 1e-300))
+        self.log_prior = log_prior
 
     def posterior_mean(
         self,
@@ -518,11 +552,13 @@ def _swap(
         alpha_per_signal = np.where(
             p.signal_rate > 0, p.unsignalled_change_rate / p.signal_rate, 0.0
         )
-    prior = (
-        GridPrior.coarse(ALPHA_TOP)
-        if variant == "em-prior"
-        else GridPrior.of_truth(p.unsignalled_change_rate, p.precision)
-    )
+    per_url = world.budget_per_s / len(world.urls)  # crawls a URL gets, 1/s
+    if variant == "em-prior":
+        prior = GridPrior.coarse(ALPHA_TOP)
+    elif variant.startswith("ems-prior"):
+        prior = GridPrior.geometric((1e-4 * per_url, 1e3 * per_url), (1e-4, 20.0))
+    else:
+        prior = GridPrior.of_truth(p.unsignalled_change_rate, p.precision)
 
     def swap(ctx: Context, cols: EstimateColumns, est: Estimates) -> Estimates:
         idx = np.array([index[u] for u in cols.urls], dtype=np.int64)
@@ -631,7 +667,8 @@ def _swap(
         h = learning.history_of(estimate_table(states), now, ctx.settings.estimate_decay_s)
         prior.fit(prior.log_likelihood(h.tau, h.n, h.z, h.mask), EM_ITERS)
 
-    return swap, refresh if variant == "em-prior" or variant in HOST_VARIANTS else None, trace
+    learns_population = variant == "em-prior" or variant.startswith("ems-prior")
+    return swap, refresh if learns_population or variant in HOST_VARIANTS else None, trace
 
 
 @dataclasses.dataclass(frozen=True)
