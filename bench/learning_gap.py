@@ -114,6 +114,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from scipy.ndimage import convolve1d
 from scipy.special import logsumexp
 from scipy.stats import gamma as gamma_dist
 
@@ -231,6 +232,11 @@ def _posterior(log_prior: FloatArray, log_lik: FloatArray) -> FloatArray:
     return np.asarray(w / w.sum(axis=1, keepdims=True))
 
 
+def _geometric_edges(lo: float, hi: float) -> FloatArray:
+    """Bin edges: 0, then :data:`TRUTH_BINS` geometric from ``lo`` to ``hi``."""
+    return np.concatenate([[0.0], np.geomspace(lo, hi, TRUTH_BINS)])
+
+
 def _median_interval(tau: FloatArray, mask: np.ndarray, default_s: float) -> FloatArray:
     """Each URL's median interval between crawls (s), shape (m,), from its outcome
     windows (m, K); ``default_s`` where it has none."""
@@ -266,8 +272,8 @@ class GridPrior:
         self.alpha, self.precision = aa.ravel(), pp.ravel()
         self.theta = -np.log1p(-self.precision)
         self.log_prior = np.full(self.alpha.size, -np.log(self.alpha.size))
-        #: (α bins, θ bins) where :meth:`fit` smooths (None: plain EM)
-        self.smooth_shape: tuple[int, int] | None = None
+        #: whether :meth:`fit` smooths each EM step (EMS) or not (plain EM)
+        self.smoothed = False
 
     @classmethod
     def coarse(cls, top: float) -> GridPrior:
@@ -277,14 +283,13 @@ class GridPrior:
         return cls(a_edges, np.linspace(0.0, 1.0, PRECISION_BINS + 1))
 
     @classmethod
-    def geometric(cls, alpha: tuple[float, float], theta: tuple[float, float]) -> GridPrior:
+    def geometric(
+        cls, alpha: tuple[float, float], theta: tuple[float, float], smoothed: bool = False
+    ) -> GridPrior:
         """:data:`TRUTH_BINS` bins geometric in α (1/s) and in θ over the given ranges,
-        one more of each from 0; uniform weights."""
-        a_edges, t_edges = (
-            np.concatenate([[0.0], np.geomspace(lo, hi, TRUTH_BINS)]) for lo, hi in (alpha, theta)
-        )
-        grid = cls(a_edges, -np.expm1(-t_edges))
-        grid.smooth_shape = (a_edges.size - 1, t_edges.size - 1)
+        one more of each from 0; uniform weights; ``smoothed``: fitted by EMS."""
+        grid = cls(_geometric_edges(*alpha), -np.expm1(-_geometric_edges(*theta)))
+        grid.smoothed = smoothed
         return grid
 
     @classmethod
@@ -295,14 +300,15 @@ class GridPrior:
         qualities spread over decades (the `web` preset) keep their spread."""
         theta = -np.log1p(-np.minimum(precision, 1 - 1e-12))
 
-        def edges(x: FloatArray) -> FloatArray:
+        def span(x: FloatArray) -> tuple[float, float]:
             pos = x[x > 0]
             lo, hi = float(pos.min()), float(pos.max()) * (1 + 1e-9)
-            return np.concatenate([[0.0], np.geomspace(lo, max(hi, 2 * lo), TRUTH_BINS)])
+            return lo, max(hi, 2 * lo)
 
-        a_edges, t_edges = edges(alpha), edges(theta)
-        grid = cls(a_edges, -np.expm1(-t_edges))
-        counts, _, _ = np.histogram2d(alpha, theta, bins=(a_edges, t_edges))
+        a_span, t_span = span(alpha), span(theta)
+        grid = cls.geometric(a_span, t_span)
+        bins = (_geometric_edges(*a_span), _geometric_edges(*t_span))
+        counts, _, _ = np.histogram2d(alpha, theta, bins=bins)
         weights = counts.ravel() + 0.5
         grid.log_prior = np.log(weights / weights.sum())
         return grid
@@ -328,20 +334,15 @@ class GridPrior:
         log-likelihoods (m, atoms), starting from the current weights; on a
         :meth:`geometric` grid smoothed EM (EMS: each step's weights averaged with
         their neighbours', a binomial kernel of one bin in each direction)."""
-        if self.smooth_shape is None:
+        if not self.smoothed:
             self.log_prior = _em(loglik, iters, self.log_prior)
             return
+        shape = (self.edges[0].size - 1, self.edges[1].size - 1)
         log_prior = self.log_prior
         for _ in range(iters):
-            w = _posterior(log_prior, loglik).mean(axis=0).reshape(self.smooth_shape)
+            w = _posterior(log_prior, loglik).mean(axis=0).reshape(shape)
             for axis in (0, 1):
-                pad = np.concatenate([np.take(w, [0], axis), w, np.take(w, [-1], axis)], axis=axis)
-                n = w.shape[axis]
-                w = (
-                    np.take(pad, range(0, n), axis)
-                    + 2 * np.take(pad, range(1, n + 1), axis)
-                    + np.take(pad, range(2, n + 2), axis)
-                ) / 4
+                w = convolve1d(w, [0.25, 0.5, 0.25], axis=axis, mode="nearest")
             log_prior = np.log(np.maximum(w.ravel() / w.sum(), 1e-300))
         self.log_prior = log_prior
 
@@ -362,7 +363,7 @@ class GridPrior:
             return post @ self.alpha, post @ self.precision
         t = np.broadcast_to(np.asarray(horizon_s, dtype=np.float64), (post.shape[0],))
         fresh = (post * np.exp(-self.alpha[None, :] * t[:, None])).sum(axis=1)
-        return -np.log(np.maximum(fresh, 1e-300)) / horizon_s, post @ self.precision
+        return -np.log(np.maximum(fresh, 1e-300)) / t, post @ self.precision
 
 
 class HostGrid:
@@ -552,11 +553,11 @@ def _swap(
         alpha_per_signal = np.where(
             p.signal_rate > 0, p.unsignalled_change_rate / p.signal_rate, 0.0
         )
-    per_url = world.budget_per_s / len(world.urls)  # crawls a URL gets, 1/s
+    interval = len(world.urls) / world.budget_per_s  # URLs ÷ budget, s
     if variant == "em-prior":
         prior = GridPrior.coarse(ALPHA_TOP)
     elif variant.startswith("ems-prior"):
-        prior = GridPrior.geometric((1e-4 * per_url, 1e3 * per_url), (1e-4, 20.0))
+        prior = GridPrior.geometric((1e-4 / interval, 1e3 / interval), (1e-4, 20.0), True)
     else:
         prior = GridPrior.of_truth(p.unsignalled_change_rate, p.precision)
 
@@ -599,14 +600,14 @@ def _swap(
         elif variant == "source-prior":
             if grid.evidence > SOURCE_EVIDENCE:
                 a, t = source_prior_fit(ctx, cols, g, a, t)
-        elif variant != "learned-probe":  # exact-prior, exact-prior-ce, em-prior
+        elif variant != "learned-probe":  # exact-prior*, em-prior, ems-prior*
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
             horizon: float | FloatArray | None = None
             if variant.endswith("-ce"):
-                horizon = len(world.urls) / world.budget_per_s
+                horizon = interval
             elif variant.endswith("-ce-own"):
-                horizon = _median_interval(h.tau, h.mask, len(world.urls) / world.budget_per_s)
+                horizon = _median_interval(h.tau, h.mask, interval)
             a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask, horizon)
             t = -np.log1p(-prec)
         if variant.endswith("-probe"):
