@@ -241,8 +241,8 @@ def _median_interval(tau: FloatArray, mask: np.ndarray, default_s: float) -> Flo
     """Each URL's median interval between crawls (s), shape (m,), from its outcome
     windows (m, K); ``default_s`` where it has none."""
     out = np.full(tau.shape[0], default_s)
-    for i in np.flatnonzero(mask.any(axis=1)):
-        out[i] = float(np.median(tau[i][mask[i]]))
+    rows = mask.any(axis=1)
+    out[rows] = np.nanmedian(np.where(mask[rows], tau[rows], np.nan), axis=1)
     return out
 
 
@@ -262,9 +262,10 @@ def _em(
 class GridPrior:
     """A population of (α, precision) on a grid: atoms, prior weights, posterior means."""
 
-    def __init__(self, a_edges: FloatArray, p_edges: FloatArray) -> None:
+    def __init__(self, a_edges: FloatArray, p_edges: FloatArray, smoothed: bool = False) -> None:
         """Atoms at the geometric middle of each α bin (half the first bin's top for a
-        bin from 0) and at the middle of each precision bin; uniform weights."""
+        bin from 0) and at the middle of each precision bin; uniform weights;
+        ``smoothed``: :meth:`fit` smooths each EM step (EMS) rather than plain EM."""
         self.edges = (a_edges, p_edges)
         a_mid = np.concatenate([[a_edges[1] / 2], np.sqrt(a_edges[1:-1] * a_edges[2:])])
         p_mid = (p_edges[:-1] + p_edges[1:]) / 2
@@ -272,8 +273,7 @@ class GridPrior:
         self.alpha, self.precision = aa.ravel(), pp.ravel()
         self.theta = -np.log1p(-self.precision)
         self.log_prior = np.full(self.alpha.size, -np.log(self.alpha.size))
-        #: whether :meth:`fit` smooths each EM step (EMS) or not (plain EM)
-        self.smoothed = False
+        self.smoothed = smoothed
 
     @classmethod
     def coarse(cls, top: float) -> GridPrior:
@@ -288,9 +288,7 @@ class GridPrior:
     ) -> GridPrior:
         """:data:`TRUTH_BINS` bins geometric in α (1/s) and in θ over the given ranges,
         one more of each from 0; uniform weights; ``smoothed``: fitted by EMS."""
-        grid = cls(_geometric_edges(*alpha), -np.expm1(-_geometric_edges(*theta)))
-        grid.smoothed = smoothed
-        return grid
+        return cls(_geometric_edges(*alpha), -np.expm1(-_geometric_edges(*theta)), smoothed)
 
     @classmethod
     def of_truth(cls, alpha: FloatArray, precision: FloatArray) -> GridPrior:
@@ -307,7 +305,7 @@ class GridPrior:
 
         a_span, t_span = span(alpha), span(theta)
         grid = cls.geometric(a_span, t_span)
-        bins = (_geometric_edges(*a_span), _geometric_edges(*t_span))
+        bins = (grid.edges[0], _geometric_edges(*t_span))
         counts, _, _ = np.histogram2d(alpha, theta, bins=bins)
         weights = counts.ravel() + 0.5
         grid.log_prior = np.log(weights / weights.sum())
@@ -346,7 +344,7 @@ class GridPrior:
             log_prior = np.log(np.maximum(w.ravel() / w.sum(), 1e-300))
         self.log_prior = log_prior
 
-    def posterior_mean(
+    def posterior_point(
         self,
         tau: FloatArray,
         n: FloatArray,
@@ -608,7 +606,7 @@ def _swap(
                 horizon = interval
             elif variant.endswith("-ce-own"):
                 horizon = _median_interval(h.tau, h.mask, interval)
-            a, prec = prior.posterior_mean(h.tau, h.n, h.z, h.mask, horizon)
+            a, prec = prior.posterior_point(h.tau, h.n, h.z, h.mask, horizon)
             t = -np.log1p(-prec)
         if variant.endswith("-probe"):
             host_sd = grid.sd_of_hosts(cols.hosts)
