@@ -91,8 +91,9 @@ learner); nothing else changes.  Prints freshness (click-weighted, after the
 warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offline
 solver's on the world's true parameters and on the parameters the service held at
 the end of the run (the learned ones); with ``--classes``, per class of pages (by
-true W, Δ and precision): their click share, freshness and crawls per variant,
-and the median error of the learned W, Δ (log ratio), precision and recall; with
+true W, Δ, precision and signal rate): their click share, freshness and crawls per
+variant, and the median error of the learned W, Δ, γ (log ratio), precision and
+recall; with
 ``--hosts``, per host: its true precision and recall, freshness and crawls per
 variant, the learned run's median precision and recall, and the clicks it loses
 against the oracle; with
@@ -132,6 +133,7 @@ from scheduler_core.sim.evaluate import subset_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
 from service.metrics import Metrics
 from service.scheduler.context import Context
+from service.settings import Settings
 from service.simulation import ServicePolicy
 from service.store.estimate_columns import EstimateColumns, estimate_table
 
@@ -731,9 +733,12 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
 
 
 def classes(world: World) -> dict[str, np.ndarray]:
-    """Classes of pages by their true W (quantiles), Δ (decades a day) and precision."""
+    """Classes of pages by their true W (quantiles), Δ (decades a day), precision and
+    signal rate γ (below one signal in the decay of the service's counts, or not)."""
     p = world.params
     w, d, prec = p.weight, p.change_rate * DAY_S, p.precision
+    window = Settings().estimate_decay_s  # s: the decay of the service's signal counts
+    g, days = p.signal_rate * window, window / DAY_S
     q50, q80, q95 = np.quantile(w, [0.5, 0.8, 0.95])
     return {
         "W < median": w < q50,
@@ -747,12 +752,14 @@ def classes(world: World) -> dict[str, np.ndarray]:
         "precision ≤ 0.3": prec <= 0.3,
         "precision 0.3–0.8": (prec > 0.3) & (prec <= 0.8),
         "precision > 0.8": prec > 0.8,
+        f"γ < 1 in {days:.0f} days": g < 1.0,
+        f"γ ≥ 1 in {days:.0f} days": g >= 1.0,
     }
 
 
 def class_table(world: World, runs: dict[str, Run]) -> Table:
     """Per class: click share, freshness and crawls per variant, and the learned
-    run's median errors (log ratio for W and Δ, difference for precision, recall)."""
+    run's median errors (log ratio for W, Δ and γ, difference for precision, recall)."""
     p = world.params
     t = Table(title="where the clicks are lost, by class of page (true parameters)")
     for col in ("class", "URLs", "W share"):
@@ -762,7 +769,7 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
         t.add_column("crawls", justify="right")
     learned = runs.get("learned")
     if learned is not None:
-        for col in ("ln Ŵ/W", "ln Δ̂/Δ", "p̂ − p", "r̂ − r"):
+        for col in ("ln Ŵ/W", "ln Δ̂/Δ", "ln γ̂/γ", "p̂ − p", "r̂ − r"):
             t.add_column(col, justify="right")
     for name, mask in classes(world).items():
         if not mask.any():
@@ -777,8 +784,9 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
             with np.errstate(divide="ignore"):
                 lw = np.log(q.weight[mask] / p.weight[mask])
                 ld = np.log(q.change_rate[mask] / p.change_rate[mask])
+                lg = np.log(q.signal_rate[mask] / p.signal_rate[mask])
             cells += [
-                f"{np.median(lw):+.2f}", f"{np.median(ld):+.2f}",
+                f"{np.median(lw):+.2f}", f"{np.median(ld):+.2f}", f"{np.median(lg):+.2f}",
                 f"{np.median(q.precision[mask] - p.precision[mask]):+.2f}",
                 f"{np.median(q.recall[mask] - p.recall[mask]):+.2f}",
             ]  # fmt: skip
