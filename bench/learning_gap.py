@@ -90,7 +90,8 @@ estimate of the service goes through: the relearn queue and the background
 learner); nothing else changes.  Prints freshness (click-weighted, after the
 warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offline
 solver's on the world's true parameters and on the parameters the service held at
-the end of the run (the learned ones); with ``--classes``, per class of pages (by
+the end of the run (the learned ones), and the share of dispatches that went out
+before their URL was due (capacity the due URLs left); with ``--classes``, per class of pages (by
 true W, Δ, precision and signal rate): their click share, freshness and crawls per
 variant, and the median error of the learned W, Δ, γ (log ratio), precision and
 recall; with
@@ -108,6 +109,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -682,6 +684,8 @@ class Run:
     crawl_url: np.ndarray
     crawl_time: np.ndarray
     lambda0: float
+    #: the share of its dispatches that went out before their URL was due
+    ahead: float
     final: UrlParams
     #: the host variants' daily fit of the hosts' sources (empty for the others)
     host_trace: list[HostFit]
@@ -722,10 +726,13 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
         t0 = time.perf_counter()
         res = simulate(world, policy, crawls_per_step=5, host_limits=True)
         assert policy.final_params is not None and policy.lambda0_settled is not None
+        registry = policy.context.metrics.registry
+        ahead = registry.get_sample_value("crawlsched_dispatched_ahead_total") or 0.0
+        dispatched = registry.get_sample_value("crawlsched_dispatched_total") or math.nan
         return Run(
             res.accuracy, res.report.click_stderr, time.perf_counter() - t0,
-            res.crawl_url, res.crawl_time, policy.lambda0_settled, policy.final_params,
-            trace, evidence,
+            res.crawl_url, res.crawl_time, policy.lambda0_settled, ahead / dispatched,
+            policy.final_params, trace, evidence,
         )  # fmt: skip
     finally:
         learning.learn = real
@@ -912,7 +919,7 @@ def main() -> None:
     )
     cols = (
         "variant", "freshness", "± s.e.", "÷ oracle", "λ₀ ÷ solver's", "λ₀ ÷ solver's, own",
-        "wall s",
+        "ahead", "wall s",
     )  # fmt: skip
     for col in cols:
         table.add_column(col, justify="left" if col == "variant" else "right")
@@ -920,13 +927,15 @@ def main() -> None:
         own = solver_lambda0(r.final)
         table.add_row(
             v, f"{r.freshness:.4f}", f"{r.stderr:.4f}", f"{r.freshness / oracle:.3f}",
-            f"{r.lambda0 / truth:.3f}", f"{r.lambda0 / own:.3f}", f"{r.wall_s:.0f}",
+            f"{r.lambda0 / truth:.3f}", f"{r.lambda0 / own:.3f}", f"{r.ahead:.2f}",
+            f"{r.wall_s:.0f}",
         )  # fmt: skip
     console.print(table)
     console.print(
         "λ₀ ÷ solver's: the online λ₀ (geometric mean over the second half) ÷ the offline "
         "solver's on the true parameters; own: ÷ the solver's on the parameters the "
-        "service held at the end"
+        "service held at the end; ahead: the share of dispatches that went out before "
+        "their URL was due (crawlsched_dispatched_ahead_total)"
     )
     if args.classes:
         console.print(class_table(world, runs))

@@ -189,6 +189,12 @@ class Metrics:
             "URLs asked for by /next (the sum of n): the capacity workers offer",
             registry=self.registry,
         )
+        self.dispatched_ahead = Counter(
+            "crawlsched_dispatched_ahead",
+            "URLs handed out by /next before they were due (dispatch_ahead: capacity left "
+            "once every due URL was out); their crawl values lie below the threshold",
+            registry=self.registry,
+        )
         self.dispatch_shortfall = Counter(
             "crawlsched_dispatch_shortfall",
             "URLs asked for by /next but not given (nothing eligible)",

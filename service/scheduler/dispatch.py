@@ -74,5 +74,6 @@ async def dispatch(
     )
     ctx.metrics.dispatch_requested.inc(n)
     ctx.metrics.dispatched.inc(len(cols))
+    ctx.metrics.dispatched_ahead.inc(int((cols.state["due_at"] > cols.now).sum()))
     ctx.metrics.dispatch_shortfall.inc(n - len(cols))
     return Dispatched(cols, values)

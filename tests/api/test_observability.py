@@ -115,6 +115,31 @@ async def test_capacity_requested_beside_dispatched(api: httpx.AsyncClient) -> N
     assert samples[("crawlsched_dispatch_shortfall_total", ())] == 2
 
 
+async def test_dispatches_ahead_of_due_are_counted(
+    store_api: httpx.AsyncClient, clock: ManualClock, built_apps: list[FastAPI]
+) -> None:
+    urls = ["https://a.example/x", "https://b.example/y"]
+    known = {"weight": 1.0 / DAY, "change_rate": 1.0 / (7 * DAY)}  # due again in days
+    body = {"urls": [{"url": u, **known} for u in urls]}
+    assert (await store_api.post("/urls", json=body)).is_success
+    first = (await store_api.get("/next", params={"n": 5})).json()["leases"]
+    assert len(first) == 2  # never crawled: due at once
+    assert (await _samples(store_api))[("crawlsched_dispatched_ahead_total", ())] == 0
+    results = [
+        {"url": x["url"], "lease_id": x["lease_id"], "fetched_at": clock.now(), "changed": False}
+        for x in first
+    ]
+    assert (await store_api.post("/crawl-result", json={"results": results})).is_success
+    await fold_now(built_apps[-1].state.context, relearn=False)  # the results move due times
+    clock.advance(3_600.0)  # past the minimum revisit and the crawl delay, not yet due
+    explained = (await store_api.get(f"/urls/{urls[0]}")).json()
+    assert explained["due_at"] > clock.now()
+    assert len((await store_api.get("/next", params={"n": 5})).json()["leases"]) == 2
+    samples = await _samples(store_api)
+    assert samples[("crawlsched_dispatched_total", ())] == 4
+    assert samples[("crawlsched_dispatched_ahead_total", ())] == 2
+
+
 async def test_relearn_queue_length_is_exported(
     api: httpx.AsyncClient, clock: ManualClock, built_apps: list[FastAPI]
 ) -> None:
