@@ -91,10 +91,10 @@ learner); nothing else changes.  Prints freshness (click-weighted, after the
 warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offline
 solver's on the world's true parameters and on the parameters the service held at
 the end of the run (the learned ones), and the share of dispatches that went out
-before their URL was due (capacity the due URLs left); with ``--classes``, per class of pages (by
-true W, Δ, precision and signal rate): their click share, freshness and crawls per
-variant, and the median error of the learned W, Δ, γ (log ratio), precision and
-recall; with
+before their URL was due (capacity the due URLs left); with ``--classes``, per
+class of pages (by true W, Δ, precision and signal rate): their click share,
+freshness and crawls per variant, and the median error of the learned W, Δ, γ (log
+ratio), precision and recall; with
 ``--hosts``, per host: its true precision and recall, freshness and crawls per
 variant, the learned run's median precision and recall, and the clicks it loses
 against the oracle; with

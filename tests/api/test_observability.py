@@ -1,5 +1,6 @@
 """What /metrics exports beyond the store snapshot (request durations, the freshness
-estimate, learner lag, relearn queue, requested capacity) and the request id."""
+estimate, learner lag, relearn queue, requested capacity, leases ahead of due) and
+the request id."""
 
 from __future__ import annotations
 
