@@ -20,6 +20,10 @@ default world (paper 004 §6.1: per-URL recall ~ Beta(0.25, 0.25), false signals
 - ``true-alpha-theta``: learned, α and θ replaced by the truth (W and γ learned);
 - ``true-w``, ``true-gamma``, ``true-alpha``, ``true-theta``: learned, that one
   parameter replaced by the truth;
+- ``true-alpha-theta-bound-hosts`` and ``true-alpha-theta-other-hosts``: α and θ
+  replaced by the truth only on the URLs of hosts whose crawl delay allows fewer
+  fetches than the budget (politeness-bound, as the `web` preset's one-a-day hosts
+  are), or only on the others: which hosts' URLs hold what the outcomes do not tell;
 - ``true-source``: learned, but the signal source's quality true: θ, and α/γ (α =
   γ·p(1 − r)/r, a host's own constant where recall and precision are the host's,
   ``signal_quality: per_host``), with α at the learned γ: what pooling a host's
@@ -92,9 +96,10 @@ warm-up) ± s.e. and the ratio to the oracle, the online λ₀ against the offli
 solver's on the world's true parameters and on the parameters the service held at
 the end of the run (the learned ones), and the share of dispatches that went out
 before their URL was due (capacity the due URLs left); with ``--classes``, per
-class of pages (by true W, Δ, precision and signal rate): their click share,
-freshness and crawls per variant, and the median error of the learned W, Δ, γ (log
-ratio), precision and recall; with
+class of pages (by true W, Δ, precision and signal rate, and the pages of
+politeness-bound hosts by Δ): their click share, freshness and crawls per variant,
+the median error of the learned W, Δ, γ (log ratio), precision and recall, and the
+clicks the learned run loses against the oracle; with
 ``--hosts``, per host: its true precision and recall, freshness and crawls per
 variant, the learned run's median precision and recall, and the clicks it loses
 against the oracle; with
@@ -133,6 +138,7 @@ from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.sim import DAY_S, World
 from scheduler_core.sim.evaluate import subset_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
+from scheduler_core.value import crawl_value
 from service.metrics import Metrics
 from service.scheduler.context import Context
 from service.settings import Settings
@@ -145,7 +151,12 @@ VARIANTS = (
     "exact-prior-ce-own", "em-prior", "ems-prior", "ems-prior-ce-own", "host-posterior",
     "host-posterior-normal", "source-posterior", "source-prior", "true-source-prior",
     "host-normal-prior", "learned-probe", "host-normal-prior-probe", "host-normal-prior-binned",
+    "true-alpha-theta-bound-hosts", "true-alpha-theta-other-hosts", "learned-quick-recrawl",
+    "exact-prior-ce-own-quick-recrawl",
 )  # fmt: skip
+#: learned-quick-recrawl: a URL comes due one host gap after its last crawl, once,
+#: while all its outcomes found a change over intervals longer than this many gaps.
+QUICK_RECRAWL_GAPS = 3.0
 #: Grid of the grid-prior variants: α bins (one below 1e-3/day, the rest geometric up
 #: to the top) and precision bins (uniform on [0, 1]).
 ALPHA_BINS, PRECISION_BINS = 24, 15
@@ -220,6 +231,11 @@ def probe_estimates(
         rows = np.flatnonzero((names == host) & (g > 0))
         chosen[rows[np.argsort(-w[rows], kind="stable")[: probe.urls]]] = True
     return np.where(chosen, PROBE_ALPHA_PER_SIGNAL * g, a), np.where(chosen, PROBE_THETA, t)
+
+
+def politeness_bound(world: World) -> np.ndarray:
+    """Which hosts' crawl delay allows fewer fetches than the budget, shape (H,)."""
+    return np.asarray(world.crawl_delay_s * world.budget_per_s > 1.0)
 
 
 def _outcome_log_likelihood(x: FloatArray, z: np.ndarray) -> FloatArray:
@@ -556,6 +572,7 @@ def _swap(
             p.signal_rate > 0, p.unsignalled_change_rate / p.signal_rate, 0.0
         )
     interval = len(world.urls) / world.budget_per_s  # URLs ÷ budget, s
+    bound_host = politeness_bound(world)
     if variant == "em-prior":
         prior = GridPrior.coarse(ALPHA_TOP)
     elif variant.startswith("ems-prior"):
@@ -572,6 +589,10 @@ def _swap(
             w, g = p.weight[idx], p.signal_rate[idx]
         elif variant == "true-alpha-theta":
             a, t = p.unsignalled_change_rate[idx], true_theta[idx]
+        elif variant.startswith("true-alpha-theta-"):
+            on = bound_host[world.host_of[idx]] == variant.endswith("bound-hosts")
+            a = np.where(on, p.unsignalled_change_rate[idx], a)
+            t = np.where(on, true_theta[idx], t)
         elif variant == "true-source":
             a, t = alpha_per_signal[idx] * g, true_theta[idx]
         elif variant == "true-source-prior":
@@ -602,22 +623,68 @@ def _swap(
         elif variant == "source-prior":
             if grid.evidence > SOURCE_EVIDENCE:
                 a, t = source_prior_fit(ctx, cols, g, a, t)
+        elif variant == "learned-quick-recrawl":
+            w = quick_recrawl(cols, w, g, a, t)
         elif variant != "learned-probe":  # exact-prior*, em-prior, ems-prior*
             s = ctx.settings
             h = learning.history_of(cols, ctx.clock.now(), s.estimate_decay_s)
             horizon: float | FloatArray | None = None
             if variant.endswith("-ce"):
                 horizon = interval
-            elif variant.endswith("-ce-own"):
+            elif "-ce-own" in variant:
                 horizon = _median_interval(h.tau, h.mask, interval)
             a, prec = prior.posterior_point(h.tau, h.n, h.z, h.mask, horizon)
             t = -np.log1p(-prec)
+            if variant.endswith("-quick-recrawl"):
+                w = quick_recrawl(cols, w, g, a, t)
         if variant.endswith("-probe"):
             host_sd = grid.sd_of_hosts(cols.hosts)
             a, t = probe_estimates(probe, ctx.clock.now(), cols.hosts, host_sd, w, g, a, t)
         return dataclasses.replace(
             est, weight=w, signal_rate=g, alpha=a, theta=t, params=to_params(w, g, a, t)
         )
+
+    host_index = {h: j for j, h in enumerate(world.hosts)}
+    flagged: dict[str, int] = {}  # learned-quick-recrawl: URL → its outcomes when flagged
+
+    def quick_recrawl(
+        cols: EstimateColumns, w: FloatArray, g: FloatArray, a: FloatArray, t: FloatArray
+    ) -> FloatArray:
+        """W raised so that the crawl value one host gap (its crawl delay) after the
+        last crawl reaches the URL's Λ, for the URLs of politeness-bound hosts in the
+        schedule (ι finite) whose every outcome, two or more, found a change over
+        intervals all longer than QUICK_RECRAWL_GAPS gaps, once a URL (until its next
+        outcome, wherever the host's gate puts it): such outcomes bound Δ from below
+        only, and one crawl a gap after the last tells a page that changes every few
+        days from one that changes hourly."""
+        m = len(cols.urls)
+        host = np.array([host_index[h] for h in cols.hosts], dtype=np.int64)
+        gap = world.crawl_delay_s[host]
+        counts = cols.outcome_counts
+        owner = np.repeat(np.arange(m), counts)
+        changed = np.bincount(owner, weights=cols.outcome_changed, minlength=m)
+        shortest = np.full(m, np.inf)
+        np.minimum.at(shortest, owner, cols.outcome_tau)
+        lam, iota = cols.params[:, 6], cols.params[:, 4]
+        probe = (
+            bound_host[host] & (counts >= 2) & (changed == counts)
+            & (shortest > QUICK_RECRAWL_GAPS * gap) & np.isfinite(iota) & (lam > 0)
+        )  # fmt: skip
+        # one quick recrawl a URL: flagged at its outcome count, until the next outcome
+        for j in np.flatnonzero(probe):
+            flagged.setdefault(cols.urls[j], int(counts[j]))
+        probe &= np.array(
+            [flagged.get(u, -1) == k for u, k in zip(cols.urls, counts.tolist(), strict=True)]
+        )
+        if not probe.any():
+            return w
+        i = np.flatnonzero(probe)
+        v = crawl_value(to_params(w[i], g[i], a[i], t[i]), gap[i])
+        out = w.copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            raise_by = np.where(v > 0, 1.05 * lam[i] / v, 1.0)
+        out[i] = w[i] * np.maximum(raise_by, 1.0)
+        return out
 
     def source_prior_fit(
         ctx: Context, cols: EstimateColumns, g: FloatArray, a: FloatArray, t: FloatArray
@@ -740,13 +807,16 @@ def run(world: World, variant: str, truth_from_s: float = 0.0, probe: Probe = Pr
 
 
 def classes(world: World) -> dict[str, np.ndarray]:
-    """Classes of pages by their true W (quantiles), Δ (decades a day), precision and
-    signal rate γ (below one signal in the decay of the service's counts, or not)."""
+    """Classes of pages by their true W (quantiles), Δ (decades a day), precision,
+    signal rate γ (below one signal in the decay of the service's counts, or not) and
+    host (politeness-bound: its crawl delay allows fewer fetches than the budget; its
+    pages by Δ)."""
     p = world.params
     w, d, prec = p.weight, p.change_rate * DAY_S, p.precision
     window = Settings().estimate_decay_s  # s: the decay of the service's signal counts
     g, days = p.signal_rate * window, window / DAY_S
     q50, q80, q95 = np.quantile(w, [0.5, 0.8, 0.95])
+    bound = politeness_bound(world)[world.host_of]
     return {
         "W < median": w < q50,
         "W median–q80": (w >= q50) & (w < q80),
@@ -761,12 +831,19 @@ def classes(world: World) -> dict[str, np.ndarray]:
         "precision > 0.8": prec > 0.8,
         f"γ < 1 in {days:.0f} days": g < 1.0,
         f"γ ≥ 1 in {days:.0f} days": g >= 1.0,
+        "politeness-bound hosts": bound,
+        "  their Δ < 0.01/day": bound & (d < 0.01),
+        "  their Δ 0.01–1/day": bound & (d >= 0.01) & (d < 1.0),
+        "  their Δ ≥ 1/day": bound & (d >= 1.0),
+        "other hosts": ~bound,
     }
 
 
 def class_table(world: World, runs: dict[str, Run]) -> Table:
-    """Per class: click share, freshness and crawls per variant, and the learned
-    run's median errors (log ratio for W, Δ and γ, difference for precision, recall)."""
+    """Per class: click share, freshness and crawls per variant, the learned run's
+    median errors (log ratio for W, Δ and γ, difference for precision, recall) and
+    the clicks it loses against the oracle (the class's click share × the freshness
+    it lacks)."""
     p = world.params
     t = Table(title="where the clicks are lost, by class of page (true parameters)")
     for col in ("class", "URLs", "W share"):
@@ -776,16 +853,18 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
         t.add_column("crawls", justify="right")
     learned = runs.get("learned")
     if learned is not None:
-        for col in ("ln Ŵ/W", "ln Δ̂/Δ", "ln γ̂/γ", "p̂ − p", "r̂ − r"):
+        for col in ("ln Ŵ/W", "ln Δ̂/Δ", "ln γ̂/γ", "p̂ − p", "r̂ − r", "clicks lost"):
             t.add_column(col, justify="right")
     for name, mask in classes(world).items():
         if not mask.any():
             continue
-        cells = [name, str(int(mask.sum())), f"{p.weight[mask].sum() / p.weight.sum():.3f}"]
+        share = p.weight[mask].sum() / p.weight.sum()
+        cells = [name, str(int(mask.sum())), f"{share:.3f}"]
         members = np.flatnonzero(mask)
-        for r in runs.values():
-            f, _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
-            cells += [f"{f:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
+        fresh: dict[str, float] = {}
+        for v, r in runs.items():
+            fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
+            cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
         if learned is not None:
             q = learned.final
             with np.errstate(divide="ignore"):
@@ -796,6 +875,7 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
                 f"{np.median(lw):+.2f}", f"{np.median(ld):+.2f}", f"{np.median(lg):+.2f}",
                 f"{np.median(q.precision[mask] - p.precision[mask]):+.2f}",
                 f"{np.median(q.recall[mask] - p.recall[mask]):+.2f}",
+                f"{share * (fresh['oracle'] - fresh['learned']):+.4f}",
             ]  # fmt: skip
         t.add_row(*cells)
     return t
