@@ -839,6 +839,24 @@ def classes(world: World) -> dict[str, np.ndarray]:
     }
 
 
+def _mask_cells(world: World, runs: dict[str, Run], mask: np.ndarray) -> tuple[list[str], str]:
+    """Each variant's freshness on the pages of ``mask`` and their crawls, as table
+    cells, and the clicks the learned run loses there against the oracle (the pages'
+    click share × the freshness it lacks; main() always runs the oracle), as a cell
+    ("" without a learned run)."""
+    p = world.params
+    members = np.flatnonzero(mask)
+    cells: list[str] = []
+    fresh: dict[str, float] = {}
+    for v, r in runs.items():
+        fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
+        cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
+    if "learned" not in fresh:
+        return cells, ""
+    share = p.weight[mask].sum() / p.weight.sum()
+    return cells, f"{share * (fresh['oracle'] - fresh['learned']):+.4f}"
+
+
 def class_table(world: World, runs: dict[str, Run]) -> Table:
     """Per class: click share, freshness and crawls per variant, the learned run's
     median errors (log ratio for W, Δ and γ, difference for precision, recall) and
@@ -859,12 +877,8 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
         if not mask.any():
             continue
         share = p.weight[mask].sum() / p.weight.sum()
-        cells = [name, str(int(mask.sum())), f"{share:.3f}"]
-        members = np.flatnonzero(mask)
-        fresh: dict[str, float] = {}
-        for v, r in runs.items():
-            fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
-            cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
+        by_variant, lost = _mask_cells(world, runs, mask)
+        cells = [name, str(int(mask.sum())), f"{share:.3f}", *by_variant]
         if learned is not None:
             q = learned.final
             with np.errstate(divide="ignore"):
@@ -875,7 +889,7 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
                 f"{np.median(lw):+.2f}", f"{np.median(ld):+.2f}", f"{np.median(lg):+.2f}",
                 f"{np.median(q.precision[mask] - p.precision[mask]):+.2f}",
                 f"{np.median(q.recall[mask] - p.recall[mask]):+.2f}",
-                f"{share * (fresh['oracle'] - fresh['learned']):+.4f}",
+                lost,
             ]  # fmt: skip
         t.add_row(*cells)
     return t
@@ -902,20 +916,16 @@ def host_table(world: World, runs: dict[str, Run]) -> Table:
         if not mask.any():
             continue
         share = p.weight[mask].sum() / p.weight.sum()
+        by_variant, lost = _mask_cells(world, runs, mask)
         cells = [
             str(h), str(int(mask.sum())), f"{share:.3f}",
             f"{np.median(p.precision[mask]):.2f}", f"{np.median(p.recall[mask]):.2f}",
+            *by_variant,
         ]  # fmt: skip
-        members = np.flatnonzero(mask)
-        fresh: dict[str, float] = {}
-        for v, r in runs.items():
-            fresh[v], _, _ = subset_freshness(world, r.crawl_url, r.crawl_time, mask)
-            cells += [f"{fresh[v]:.4f}", str(int(np.isin(r.crawl_url, members).sum()))]
         if learned is not None:
             q = learned.final
-            lost = share * (fresh["oracle"] - fresh["learned"])  # main() always runs the oracle
             cells += [f"{np.median(q.precision[mask]):.2f}", f"{np.median(q.recall[mask]):.2f}",
-                      f"{lost:+.4f}"]  # fmt: skip
+                      lost]  # fmt: skip
         t.add_row(*cells)
     return t
 
