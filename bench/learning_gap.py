@@ -2,8 +2,8 @@
 
     python bench/learning_gap.py [--world NAME] [--urls 1000] [--days 200] [--seed 0]
                                  [--variant NAME ...] [--truth-from-day D] [--classes] [--hosts]
-                                 [--host-trace DAY ...] [--probe-days D] [--probe-urls K]
-                                 [--evidence-trace]
+                                 [--starved] [--host-trace DAY ...] [--probe-days D]
+                                 [--probe-urls K] [--evidence-trace]
 
 (a smaller world keeps its budget per URL; ``--world`` is one of ``bench/anchors.py``'s
 worlds: ``default`` (the default), ``default per_host``, ``web per_url``, ``web per_host``)
@@ -102,7 +102,9 @@ the median error of the learned W, Δ, γ (log ratio), precision and recall, and
 clicks the learned run loses against the oracle; with
 ``--hosts``, per host: its true precision and recall, freshness and crawls per
 variant, the learned run's median precision and recall, and the clicks it loses
-against the oracle; with
+against the oracle; with ``--starved``, the URLs a run stopped crawling (its last
+crawl before the run's midpoint) that the oracle crawled at least 4 times after the
+warm-up, the clicks lost on them, and the learned run's such URLs one by one; with
 ``--evidence-trace``, the service's evidence of one signal source per host (the log
 Bayes factor, :func:`scheduler_core.estimate.source.source_evidence`) at the end of
 each learner cycle, day by day.  On the default world (2 cores): ~4 min per learned
@@ -136,7 +138,7 @@ from scheduler_core.estimate.source import ATOMS, host_log_likelihood
 from scheduler_core.host_optimum import solve_host_optimum
 from scheduler_core.params import FloatArray, UrlParams
 from scheduler_core.sim import DAY_S, World
-from scheduler_core.sim.evaluate import subset_freshness
+from scheduler_core.sim.evaluate import fresh_clicks_by_url, subset_freshness
 from scheduler_core.sim.simulator import problem_of, simulate
 from scheduler_core.value import crawl_value
 from service.metrics import Metrics
@@ -895,6 +897,75 @@ def class_table(world: World, runs: dict[str, Run]) -> Table:
     return t
 
 
+#: --starved: a URL counts as starved in a run that last crawled it before the run's
+#: midpoint, where the oracle crawled it at least this many times after the warm-up.
+STARVED_ORACLE_CRAWLS = 4
+#: --starved: rows of the per-URL table (the learned run's starved URLs, most clicks
+#: lost first).
+STARVED_ROWS = 12
+
+
+def starved_tables(world: World, runs: dict[str, Run]) -> list[Table]:
+    """The URLs each run stopped crawling (:data:`STARVED_ORACLE_CRAWLS`): per variant,
+    how many, their click share, the clicks it loses on them against the oracle
+    beside all it loses, and the crawls after the warm-up both runs gave them; then
+    the learned run's starved URLs one by one (true and learned Δ, precision and
+    recall, the day of its last crawl)."""
+    m = len(world.urls)
+    oracle = runs["oracle"]
+
+    def after_warmup(r: Run) -> np.ndarray:
+        return np.bincount(r.crawl_url[r.crawl_time >= world.warmup_s], minlength=m)
+
+    def last_crawl(r: Run) -> np.ndarray:
+        last = np.zeros(m)  # every URL counts as fetched at 0
+        np.maximum.at(last, r.crawl_url, r.crawl_time)
+        return last
+
+    o_fresh, clicks = fresh_clicks_by_url(world, oracle.crawl_url, oracle.crawl_time)
+    o_crawls = after_warmup(oracle)
+    total = max(int(clicks.sum()), 1)
+    summary = Table(
+        title=f"URLs a run stopped crawling: its last crawl before day "
+        f"{world.duration_s / 2 / DAY_S:g}, where the oracle crawled them "
+        f"{STARVED_ORACLE_CRAWLS} times or more after the warm-up"
+    )
+    cols = ("variant", "URLs", "click share", "clicks lost on them", "clicks lost in all",
+            "oracle's crawls on them", "the run's")  # fmt: skip
+    for col in cols:
+        summary.add_column(col, justify="left" if col == "variant" else "right")
+    tables = [summary]
+    for v, r in runs.items():
+        if v == "oracle":
+            continue
+        fresh, _ = fresh_clicks_by_url(world, r.crawl_url, r.crawl_time)
+        lost = (o_fresh - fresh) / total
+        crawls, last = after_warmup(r), last_crawl(r)
+        starved = (last < world.duration_s / 2) & (o_crawls >= STARVED_ORACLE_CRAWLS)
+        summary.add_row(
+            v, str(int(starved.sum())), f"{clicks[starved].sum() / total:.3f}",
+            f"{lost[starved].sum():+.4f}", f"{lost.sum():+.4f}",
+            str(int(o_crawls[starved].sum())), str(int(crawls[starved].sum())),
+        )  # fmt: skip
+        if v != "learned" or not starved.any():
+            continue
+        p, q = world.params, r.final
+        rows = Table(title="the learned run's starved URLs, most clicks lost first")
+        for col in ("URL #", "host #", "click share", "last crawl, day", "crawls oracle / learned",
+                    "Δ a day", "Δ̂", "precision", "p̂", "recall", "r̂", "clicks lost"):  # fmt: skip
+            rows.add_column(col, justify="right")
+        for i in sorted(np.flatnonzero(starved), key=lambda j: -lost[j])[:STARVED_ROWS]:
+            rows.add_row(
+                str(i), str(world.host_of[i]), f"{clicks[i] / total:.4f}",
+                f"{last[i] / DAY_S:.0f}", f"{o_crawls[i]} / {crawls[i]}",
+                f"{p.change_rate[i] * DAY_S:.3f}", f"{q.change_rate[i] * DAY_S:.3f}",
+                f"{p.precision[i]:.2f}", f"{q.precision[i]:.2f}", f"{p.recall[i]:.2f}",
+                f"{q.recall[i]:.2f}", f"{lost[i]:+.4f}",
+            )  # fmt: skip
+        tables.append(rows)
+    return tables
+
+
 def host_table(world: World, runs: dict[str, Run]) -> Table:
     """Per host: its URLs, click share and true source (median precision and recall
     over its URLs), freshness and crawls per variant, the learned run's median
@@ -965,6 +1036,10 @@ def main() -> None:
     ap.add_argument("--classes", action="store_true", help="print the per-class table")
     ap.add_argument("--hosts", action="store_true", help="print the per-host table")
     ap.add_argument(
+        "--starved", action="store_true",
+        help="print the URLs each run stopped crawling that the oracle kept crawling",
+    )  # fmt: skip
+    ap.add_argument(
         "--probe-days", type=float, default=Probe.days,
         help="the probe variants explore during the first D simulated days",
     )  # fmt: skip
@@ -1031,6 +1106,9 @@ def main() -> None:
         console.print(class_table(world, runs))
     if args.hosts:
         console.print(host_table(world, runs))
+    if args.starved:
+        for t in starved_tables(world, runs):
+            console.print(t)
     if args.host_trace:
         console.print(host_trace_table(runs, args.host_trace))
     if args.evidence_trace:

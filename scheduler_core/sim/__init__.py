@@ -8,6 +8,7 @@ schedule against it.
 from scheduler_core.sim.dist import Dist
 from scheduler_core.sim.evaluate import (
     FreshnessReport,
+    fresh_clicks_by_url,
     freshness_over_time,
     round_robin_freshness,
     round_robin_schedule,
@@ -29,6 +30,7 @@ __all__ = [
     "HostOutages",
     "World",
     "WorldSpec",
+    "fresh_clicks_by_url",
     "freshness_over_time",
     "round_robin_freshness",
     "round_robin_schedule",

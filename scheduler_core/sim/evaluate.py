@@ -22,6 +22,7 @@ from scheduler_core.sim.world import CLICK, IntArray, World
 
 __all__ = [
     "FreshnessReport",
+    "fresh_clicks_by_url",
     "freshness_over_time",
     "round_robin_freshness",
     "round_robin_schedule",
@@ -165,6 +166,56 @@ def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> 
     return fresh, int(click_pos.size)
 
 
+def fresh_clicks_by_url(
+    world: World, crawl_url: ArrayLike, crawl_time: ArrayLike
+) -> tuple[IntArray, IntArray]:
+    """Clicks after the warm-up that found a fresh copy, and all of them, URL by URL.
+
+    The rule of :func:`schedule_freshness`, click by click, counted per URL (every
+    URL counts as fetched at time 0).
+
+    Parameters
+    ----------
+    world : World
+    crawl_url : array_like of int, shape (c,)
+    crawl_time : array_like of float, shape (c,)
+        As for :func:`schedule_freshness`, s.
+
+    Returns
+    -------
+    fresh : ndarray of int64, shape (m,)
+        Clicks in [warm-up, duration) on each URL that found its copy fresh.
+    clicks : ndarray of int64, shape (m,)
+        Clicks in [warm-up, duration) on each URL.
+
+    Raises
+    ------
+    ParameterError
+        As :func:`schedule_freshness`.
+
+    References
+    ----------
+    Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness).
+    """
+    url, time = _checked(world, crawl_url, crawl_time)
+    m = len(world.urls)
+    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
+    all_time = np.concatenate([np.zeros(m), time])
+    keys, click_pos, _ = _event_keys(world, all_url, all_time)
+    if not click_pos.size:
+        return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    keys.sort()
+    tie = keys & 3
+    resets = tie != _BY_CLICK
+    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
+    click_url = (keys[~resets] >> 2) // world.change_index.stride
+    fresh = tie[last_reset[~resets]] == _BY_CRAWL
+    return (
+        np.bincount(click_url[fresh], minlength=m).astype(np.int64),
+        np.bincount(click_url, minlength=m).astype(np.int64),
+    )
+
+
 def subset_freshness(
     world: World, crawl_url: ArrayLike, crawl_time: ArrayLike, url_mask: ArrayLike
 ) -> tuple[float, int, float]:
@@ -193,24 +244,11 @@ def subset_freshness(
     ParameterError
         As :func:`schedule_freshness`, or if ``url_mask`` is not of shape (m,).
     """
-    url, time = _checked(world, crawl_url, crawl_time)
     mask = np.asarray(url_mask, dtype=np.bool_)
-    m = len(world.urls)
-    if mask.shape != (m,):
+    if mask.shape != (len(world.urls),):
         raise ParameterError("`url_mask` must be a (m,) array of booleans")
-    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
-    all_time = np.concatenate([np.zeros(m), time])
-    keys, click_pos, _ = _event_keys(world, all_url, all_time)
-    if not click_pos.size:
-        return math.nan, 0, math.nan
-    keys.sort()
-    tie = keys & 3
-    resets = tie != _BY_CLICK
-    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
-    click_url = (keys[~resets] >> 2) // world.change_index.stride
-    counted = mask[click_url]
-    fresh = int(np.count_nonzero((tie[last_reset[~resets]] == _BY_CRAWL) & counted))
-    n = int(np.count_nonzero(counted))
+    fresh_by_url, clicks_by_url = fresh_clicks_by_url(world, crawl_url, crawl_time)
+    fresh, n = int(fresh_by_url[mask].sum()), int(clicks_by_url[mask].sum())
     if not n:
         return math.nan, 0, math.nan
     p = fresh / n

@@ -18,6 +18,7 @@ from scheduler_core.sim import (
     EventLog,
     World,
     WorldSpec,
+    fresh_clicks_by_url,
     freshness_over_time,
     round_robin_freshness,
     round_robin_schedule,
@@ -208,6 +209,33 @@ def test_bad_schedules(world: World) -> None:
         schedule_freshness(world, np.array([0]), np.array([world.duration_s + 1]))
     with pytest.raises(ParameterError, match="length"):
         schedule_freshness(world, np.array([0, 1]), np.array([1.0]))
+
+
+def test_fresh_clicks_by_url_match_brute_force_url_by_url(world: World) -> None:
+    rng = np.random.default_rng(4)
+    crawl_url = rng.integers(0, 60, 500)
+    crawl_time = rng.uniform(0, world.duration_s, 500)
+    fresh, clicks = fresh_clicks_by_url(world, crawl_url, crawl_time)
+    assert fresh.shape == clicks.shape == (60,) and (fresh <= clicks).all()
+    log = world.events()
+    counted = (log.kind == CLICK) & (log.time >= world.warmup_s)
+    for u in range(60):
+        mine_clicks = log.time[counted & (log.url == u)]
+        assert clicks[u] == mine_clicks.size
+        found = 0
+        for t in mine_clicks.tolist():
+            mine = crawl_time[(crawl_url == u) & (crawl_time <= t)]
+            last = mine.max() if mine.size else 0.0
+            changes = world.change_times(u)
+            found += not ((changes > last) & (changes <= t)).any()
+        assert fresh[u] == found
+    # some URLs were fresh at some clicks and stale at others: the counts tell them apart
+    assert ((fresh > 0) & (fresh < clicks)).any()
+    total = schedule_freshness(world, crawl_url, crawl_time)
+    assert clicks.sum() == total.clicks
+    assert fresh.sum() / clicks.sum() == pytest.approx(total.click_weighted, abs=1e-12)
+    with pytest.raises(ParameterError, match="length"):
+        fresh_clicks_by_url(world, np.array([0, 1]), np.array([1.0]))
 
 
 def test_freshness_over_time_matches_brute_force_span_by_span(world: World) -> None:
