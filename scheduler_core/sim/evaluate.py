@@ -94,18 +94,15 @@ def schedule_freshness(
     ``MATH.md``, "Quantities" (objective).
     """
     url, time = _checked(world, crawl_url, crawl_time)
-    m = len(world.urls)
-    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
-    all_time = np.concatenate([np.zeros(m), time])
-
-    fresh, clicks = _fresh_clicks(world, all_url, all_time)
+    fresh_by_url, clicks_by_url = _fresh_clicks_by_url(world, url, time)
+    fresh, clicks = int(fresh_by_url.sum()), int(clicks_by_url.sum())
     p = fresh / clicks if clicks else math.nan
     stderr = math.sqrt(p * (1.0 - p) / clicks) if clicks else math.nan
     return FreshnessReport(
         click_weighted=p,
         clicks=clicks,
         click_stderr=stderr,
-        time_weighted=_time_weighted(world, all_url, all_time),
+        time_weighted=_time_weighted(world, *_with_initial_fetches(world, url, time)),
         crawls=int(url.size),
     )
 
@@ -148,22 +145,36 @@ def _event_keys(
     return keys, click_pos, int(index.keys.size + crawl_url.size)
 
 
-def _fresh_clicks(world: World, crawl_url: IntArray, crawl_time: FloatArray) -> tuple[int, int]:
-    """(fresh clicks, clicks) in [warm-up, duration); crawls include the fetches at 0.
+def _with_initial_fetches(
+    world: World, url: IntArray, time: FloatArray
+) -> tuple[IntArray, FloatArray]:
+    """The crawls (checked) with every URL's fetch at time 0 in front, (m + c,) each."""
+    m = len(world.urls)
+    return np.concatenate([np.arange(m, dtype=np.int64), url]), np.concatenate([np.zeros(m), time])
+
+
+def _fresh_clicks_by_url(
+    world: World, url: IntArray, time: FloatArray
+) -> tuple[IntArray, IntArray]:
+    """:func:`fresh_clicks_by_url` of checked crawls.
 
     After one sort of :func:`_event_keys`, a click is fresh iff the last
     change-or-crawl before it is a crawl (the fetch at 0 opens every URL's run).
     """
-    keys, click_pos, _ = _event_keys(world, crawl_url, crawl_time)
+    m = len(world.urls)
+    keys, click_pos, _ = _event_keys(world, *_with_initial_fetches(world, url, time))
     if not click_pos.size:
-        return 0, 0
+        return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     keys.sort()
     tie = keys & 3
-    del keys
     resets = tie != _BY_CLICK
     last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
-    fresh = int(np.count_nonzero(tie[last_reset[~resets]] == _BY_CRAWL))
-    return fresh, int(click_pos.size)
+    click_url = (keys[~resets] >> 2) // world.change_index.stride
+    fresh = tie[last_reset[~resets]] == _BY_CRAWL
+    return (
+        np.bincount(click_url[fresh], minlength=m).astype(np.int64),
+        np.bincount(click_url, minlength=m).astype(np.int64),
+    )
 
 
 def fresh_clicks_by_url(
@@ -197,23 +208,7 @@ def fresh_clicks_by_url(
     ----------
     Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness).
     """
-    url, time = _checked(world, crawl_url, crawl_time)
-    m = len(world.urls)
-    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
-    all_time = np.concatenate([np.zeros(m), time])
-    keys, click_pos, _ = _event_keys(world, all_url, all_time)
-    if not click_pos.size:
-        return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    keys.sort()
-    tie = keys & 3
-    resets = tie != _BY_CLICK
-    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
-    click_url = (keys[~resets] >> 2) // world.change_index.stride
-    fresh = tie[last_reset[~resets]] == _BY_CRAWL
-    return (
-        np.bincount(click_url[fresh], minlength=m).astype(np.int64),
-        np.bincount(click_url, minlength=m).astype(np.int64),
-    )
+    return _fresh_clicks_by_url(world, *_checked(world, crawl_url, crawl_time))
 
 
 def subset_freshness(
@@ -294,10 +289,7 @@ def freshness_over_time(
     if bins < 1:
         raise ParameterError("`bins` must be >= 1")
     url, time = _checked(world, crawl_url, crawl_time)
-    m = len(world.urls)
-    all_url = np.concatenate([np.arange(m, dtype=np.int64), url])
-    all_time = np.concatenate([np.zeros(m), time])
-    keys, click_pos, offset = _event_keys(world, all_url, all_time)
+    keys, click_pos, offset = _event_keys(world, *_with_initial_fetches(world, url, time))
     edges = np.linspace(world.warmup_s, world.duration_s, bins + 1)
     fresh = np.zeros(click_pos.size, dtype=bool)
     if click_pos.size:
