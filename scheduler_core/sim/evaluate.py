@@ -94,7 +94,8 @@ def schedule_freshness(
     ``MATH.md``, "Quantities" (objective).
     """
     url, time = _checked(world, crawl_url, crawl_time)
-    fresh_by_url, clicks_by_url = _fresh_clicks_by_url(world, url, time)
+    all_url, all_time = _with_initial_fetches(world, url, time)
+    fresh_by_url, clicks_by_url = _fresh_clicks_by_url(world, all_url, all_time)
     fresh, clicks = int(fresh_by_url.sum()), int(clicks_by_url.sum())
     p = fresh / clicks if clicks else math.nan
     stderr = math.sqrt(p * (1.0 - p) / clicks) if clicks else math.nan
@@ -102,7 +103,7 @@ def schedule_freshness(
         click_weighted=p,
         clicks=clicks,
         click_stderr=stderr,
-        time_weighted=_time_weighted(world, *_with_initial_fetches(world, url, time)),
+        time_weighted=_time_weighted(world, all_url, all_time),
         crawls=int(url.size),
     )
 
@@ -154,22 +155,23 @@ def _with_initial_fetches(
 
 
 def _fresh_clicks_by_url(
-    world: World, url: IntArray, time: FloatArray
+    world: World, crawl_url: IntArray, crawl_time: FloatArray
 ) -> tuple[IntArray, IntArray]:
-    """:func:`fresh_clicks_by_url` of checked crawls.
+    """:func:`fresh_clicks_by_url` of checked crawls that include the fetches at 0.
 
     After one sort of :func:`_event_keys`, a click is fresh iff the last
     change-or-crawl before it is a crawl (the fetch at 0 opens every URL's run).
     """
     m = len(world.urls)
-    keys, click_pos, _ = _event_keys(world, *_with_initial_fetches(world, url, time))
+    keys, click_pos, _ = _event_keys(world, crawl_url, crawl_time)
     if not click_pos.size:
         return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     keys.sort()
     tie = keys & 3
     resets = tie != _BY_CLICK
-    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
     click_url = (keys[~resets] >> 2) // world.change_index.stride
+    del keys
+    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
     fresh = tie[last_reset[~resets]] == _BY_CRAWL
     return (
         np.bincount(click_url[fresh], minlength=m).astype(np.int64),
@@ -208,7 +210,8 @@ def fresh_clicks_by_url(
     ----------
     Paper 004 §6 (accuracy); Han et al. §5 (click-weighted freshness).
     """
-    return _fresh_clicks_by_url(world, *_checked(world, crawl_url, crawl_time))
+    url, time = _checked(world, crawl_url, crawl_time)
+    return _fresh_clicks_by_url(world, *_with_initial_fetches(world, url, time))
 
 
 def subset_freshness(
