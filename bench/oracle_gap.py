@@ -1,27 +1,34 @@
-"""Where crawlsched with the true parameters stands against the optimum, per seed.
+"""Where crawlsched stands against the optimum, per seed, with the true parameters or learned ones.
 
-    python bench/oracle_gap.py [--world "web per_url"] [--urls 200] [--seeds 0 1 2 3 4] [--fixed]
+    python bench/oracle_gap.py [--world "web per_url"] [--urls 200] [--seeds 0 1 2 3 4]
+                               [--params oracle|learned] [--fixed]
 
 Runs ``crawlsched-oracle`` (the service's own code path, the world's true parameters
-registered as fixed; 5 crawls a step, host limits on) on one of ``anchors.py``'s
-worlds, scaled as there, and solves the host-limited optimum with signals
+registered as fixed; 5 crawls a step, host limits on), or with ``--params learned``
+``crawlsched-learned`` (everything learned), on one of ``anchors.py``'s worlds,
+scaled as there, and solves the host-limited optimum with signals
 (``scheduler_core.host_optimum``).  Prints per seed: the optimum's and the run's
 click-weighted freshness and their ratio; the online λ₀ (geometric mean over the
-second half) ÷ the solver's; crawls after the warm-up of the hosts that bind under the
-optimum against the optimum's (rate × span), and the freshness of their clicks
-against the optimum's freshness of their URLs; and the crawls of the page with the
-most clicks against the optimum's.  One run takes ~10 s at 200 URLs, ~1–2 min at 1,000.
+second half) ÷ the solver's, and ÷ the solver's on the parameters the service held
+at the end of the run (the learned ones; the truth for the oracle); crawls after the
+warm-up of the hosts that bind under the optimum against the optimum's (rate ×
+span), and the freshness of their clicks against the optimum's freshness of their
+URLs; and the crawls of the page with the most clicks against the optimum's.  One
+run takes ~10 s at 200 URLs, ~1–2 min at 1,000 (learned: ~1 min at 200 URLs).
 
-``--fixed``: the same with the solver's multipliers fixed in the service (every host's
-threshold λ₀ + λ_h is the solver's instead of the online estimate: the memory store's
-``_lambda_of`` is wrapped, as ``learning_gap.py`` wraps the learner), what the run
-would give if the online tracking hit the solver's multipliers exactly; the λ₀
-column is then the online estimate run beside, unused.
+``--fixed``: the same with the solver's multipliers (on the true parameters) fixed in
+the service (every host's threshold λ₀ + λ_h is the solver's instead of the online
+estimate: the memory store's ``_lambda_of`` is wrapped, as ``learning_gap.py`` wraps
+the learner), what the run would give if the online tracking hit the solver's
+multipliers exactly; the λ₀ columns are then the online estimate run beside, unused.
+With ``--params learned`` it asks whether the true-parameter multipliers serve a
+service whose values are its learned ones better than its own tracking does.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -54,14 +61,18 @@ def main() -> None:
     ap.add_argument("--urls", type=int, default=200)
     ap.add_argument("--days", type=float, default=200.0)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument(
+        "--params", choices=("oracle", "learned"), default="oracle",
+        help="the world's true parameters, fixed, or everything learned",
+    )  # fmt: skip
     ap.add_argument("--fixed", action="store_true", help="the solver's multipliers, fixed")
     args = ap.parse_args()
     how = "the solver's multipliers fixed" if args.fixed else "multipliers tracked online"
-    t = Table(
-        title=f"crawlsched-oracle against the optimum: {args.world}, {args.urls:,} URLs, {how}"
-    )
+    name = f"crawlsched-{args.params}"
+    t = Table(title=f"{name} against the optimum: {args.world}, {args.urls:,} URLs, {how}")
     for col in (
-        "seed", "optimum", "oracle", "÷ optimum", "λ₀ ÷ solver's", "binding hosts",
+        "seed", "optimum", args.params, "÷ optimum", "λ₀ ÷ solver's", "λ₀ ÷ solver's, own",
+        "binding hosts",
         "their crawls (optimum)", "their freshness (optimum)", "top page: clicks, crawls (optimum)",
     ):  # fmt: skip
         t.add_column(col, justify="right")
@@ -72,9 +83,7 @@ def main() -> None:
         opt = solve_host_optimum(
             world.params, world.host_of, limits, world.budget_per_s, signals=True
         )
-        policy = build_policy(
-            "crawlsched-oracle", seed=seed, signal_discard_s=0.0, rescore_every_s=0.0
-        )
+        policy = build_policy(name, seed=seed, signal_discard_s=0.0, rescore_every_s=0.0)
         assert isinstance(policy, ServicePolicy)
         tracked = memory_base.MemoryBase._lambda_of
         if args.fixed:
@@ -98,6 +107,11 @@ def main() -> None:
         else:
             crawls = freshness = "—"
         settled = policy.lambda0_settled or float("nan")
+        own = math.nan  # the solver on the parameters the service held at the end
+        if policy.final_params is not None:
+            own = solve_host_optimum(
+                policy.final_params, world.host_of, limits, world.budget_per_s, signals=True
+            ).lambda0
         ratios.append(res.accuracy / opt.accuracy)
         t.add_row(
             str(seed),
@@ -105,6 +119,7 @@ def main() -> None:
             f"{res.accuracy:.4f}",
             f"{ratios[-1]:.3f}",
             f"{settled / opt.lambda0:.3f}",
+            f"{settled / own:.3f}",
             str(int(opt.binding.sum())),
             crawls,
             freshness,
@@ -112,7 +127,7 @@ def main() -> None:
         )
     console = Console(width=170)
     console.print(t)
-    console.print(f"oracle ÷ optimum, mean over seeds: {np.mean(ratios):.4f}")
+    console.print(f"{args.params} ÷ optimum, mean over seeds: {np.mean(ratios):.4f}")
 
 
 if __name__ == "__main__":
