@@ -107,11 +107,14 @@ def main() -> None:
         else:
             crawls = freshness = "—"
         settled = policy.lambda0_settled or float("nan")
-        own = math.nan  # the solver on the parameters the service held at the end
-        if policy.final_params is not None:
-            own = solve_host_optimum(
-                policy.final_params, world.host_of, limits, world.budget_per_s, signals=True
-            ).lambda0
+        own = opt.lambda0  # the oracle holds the truth, which the solver just saw
+        if args.params == "learned":  # the solver on the parameters it held at the end
+            held = policy.final_params
+            own = math.nan
+            if held is not None:
+                own = solve_host_optimum(
+                    held, world.host_of, limits, world.budget_per_s, signals=True
+                ).lambda0
         ratios.append(res.accuracy / opt.accuracy)
         t.add_row(
             str(seed),

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from scheduler_core.errors import ParameterError
 from scheduler_core.params import FloatArray
@@ -146,6 +146,15 @@ def _event_keys(
     return keys, click_pos, int(index.keys.size + crawl_url.size)
 
 
+def _clicks_fresh(tie: IntArray) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which sorted events are clicks, shape (n,), and whether each click found its copy
+    fresh, shape (clicks,): the last change-or-crawl before it is a crawl.  ``tie``:
+    the low two bits of the sorted keys of :func:`_event_keys`."""
+    resets = tie != _BY_CLICK
+    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
+    return ~resets, tie[last_reset[~resets]] == _BY_CRAWL
+
+
 def _with_initial_fetches(
     world: World, url: IntArray, time: FloatArray
 ) -> tuple[IntArray, FloatArray]:
@@ -167,12 +176,9 @@ def _fresh_clicks_by_url(
     if not click_pos.size:
         return np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
     keys.sort()
-    tie = keys & 3
-    resets = tie != _BY_CLICK
-    click_url = (keys[~resets] >> 2) // world.change_index.stride
+    clicked, fresh = _clicks_fresh(keys & 3)
+    click_url = (keys[clicked] >> 2) // world.change_index.stride
     del keys
-    last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
-    fresh = tie[last_reset[~resets]] == _BY_CRAWL
     return (
         np.bincount(click_url[fresh], minlength=m).astype(np.int64),
         np.bincount(click_url, minlength=m).astype(np.int64),
@@ -297,10 +303,8 @@ def freshness_over_time(
     fresh = np.zeros(click_pos.size, dtype=bool)
     if click_pos.size:
         order = np.argsort(keys, kind="stable")
-        tie = keys[order] & 3
-        resets = tie != _BY_CLICK
-        last_reset = np.maximum.accumulate(np.where(resets, np.arange(tie.size), 0))
-        fresh[order[~resets] - offset] = tie[last_reset[~resets]] == _BY_CRAWL
+        clicked, fresh_sorted = _clicks_fresh(keys[order] & 3)
+        fresh[order[clicked] - offset] = fresh_sorted
     where = np.clip(
         np.searchsorted(edges, world.events().time[click_pos], "right") - 1, 0, bins - 1
     )
